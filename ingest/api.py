@@ -1,0 +1,224 @@
+"""The contracts plugins implement. Small on purpose, as Kafka Connect's API is.
+
+A connector plans: it declares its keys (`config_def`) and splits its work into task configs
+(`task_configs(max_tasks)`). A task does the I/O of one batch:
+
+- a source task `plan`s the exact source ranges of the batch, bounded at plan time, from the offsets
+  the runtime has committed; then `read`s exactly those ranges as Connect records. The runtime persists
+  the plan before the read, writes the records to topics, and only then commits the planned end offsets.
+- a sink task `prepare`s sink-side state for the planned topic ranges (persisted with the plan), then
+  `put`s the converted, transformed records; `put` must be idempotent for the same plan, because a
+  crashed batch is put again with the same plan and the same records.
+
+Offsets belong to the runtime, not to the task: a task never commits anything itself.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ingest.config.configdef import Config, ConfigDef
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ingest.records import RecordBatch
+
+JsonMap = dict[str, Any]
+"""A source partition or source offset: a JSON object with string keys and primitive values."""
+
+
+class Plugin:
+    """Base of every plugin: its Kafka Connect class names and its declared configuration."""
+
+    aliases: ClassVar[tuple[str, ...]] = ()
+    version: ClassVar[str] = "0.1.0"
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        return ConfigDef()
+
+
+class ExactlyOnceSupport(enum.Enum):
+    """KIP-618: whether a source connector can deliver each record exactly once."""
+
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+@dataclass
+class TaskContext:
+    """What the runtime hands a task: who it is, where the lake is, and a Spark session on demand."""
+
+    connector: str
+    task_id: int
+    worker: Config
+    spark_factory: Callable[[], SparkSession]
+    log: logging.LoggerAdapter
+    lake_root: str
+    storage_options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def spark(self) -> SparkSession:
+        return self.spark_factory()
+
+
+class Connector(Plugin):
+    """Plans the work: validated config in, one raw config per task out."""
+
+    kind: ClassVar[str] = ""
+    worker_flag: ClassVar[str | None] = None
+    """A boolean worker key that must be true before this connector may be loaded."""
+
+    def __init__(self, config: Config):
+        self.config = config
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """Settings for each task, merged over the connector's own config. One task by default."""
+        return [{}]
+
+    def validate(self) -> list[str]:
+        """Checks beyond single keys (combinations of keys). Messages start with the key they name."""
+        return []
+
+
+@dataclass(frozen=True)
+class PlannedRange:
+    """Records of one source partition from `start` (exclusive; None = the beginning) to `end` (inclusive)."""
+
+    partition: JsonMap
+    start: JsonMap | None
+    end: JsonMap
+
+    def to_json(self) -> JsonMap:
+        return {"partition": self.partition, "start": self.start, "end": self.end}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PlannedRange:
+        return cls(d["partition"], d.get("start"), d["end"])
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """A source batch's intent, persisted before the read: the ranges, plus task-specific details."""
+
+    ranges: tuple[PlannedRange, ...]
+    details: JsonMap = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.ranges
+
+    def to_json(self) -> JsonMap:
+        return {"ranges": [r.to_json() for r in self.ranges], "details": self.details}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SourcePlan:
+        return cls(tuple(PlannedRange.from_json(r) for r in d.get("ranges", [])), dict(d.get("details", {})))
+
+
+class SourceConnector(Connector):
+    kind = "source"
+    task_class: ClassVar[type[SourceTask]]
+
+    def exactly_once_support(self) -> ExactlyOnceSupport:
+        return ExactlyOnceSupport.SUPPORTED
+
+
+class SourceTask:
+    """One task of a source connector; `plan` and `read` are all it must do."""
+
+    def __init__(self, config: Config, context: TaskContext):
+        self.config = config
+        self.context = context
+
+    def plan(self, committed: Mapping[str, JsonMap]) -> SourcePlan:
+        """The next batch's ranges from `committed` (source partition JSON text -> offset), bounded now."""
+        raise NotImplementedError
+
+    def read(self, plan: SourcePlan) -> list[RecordBatch]:
+        """Exactly the records of `plan`'s ranges, in source order (the `seq` column), as Connect records."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the task holds (connections, files)."""
+
+
+@dataclass(frozen=True)
+class TopicRange:
+    """Offsets [start, end) of one topic partition, planned for a sink batch."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    def to_json(self) -> JsonMap:
+        return {"topic": self.topic, "partition": self.partition, "start": self.start, "end": self.end}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TopicRange:
+        return cls(d["topic"], int(d["partition"]), int(d["start"]), int(d["end"]))
+
+
+class SinkConnector(Connector):
+    kind = "sink"
+    task_class: ClassVar[type[SinkTask]]
+
+
+class SinkTask:
+    """One task of a sink connector: `prepare` records sink-side state in the plan, `put` writes."""
+
+    def __init__(self, config: Config, context: TaskContext):
+        self.config = config
+        self.context = context
+
+    def prepare(self, ranges: list[TopicRange]) -> JsonMap:
+        """Sink-side facts taken at plan time and persisted with it (a file's size, an upload id)."""
+        return {}
+
+    def put(self, batches: list[RecordBatch], ranges: list[TopicRange], prepared: JsonMap, batch_id: int) -> None:
+        """Write the records durably. Called again with the same arguments after a crash: idempotent."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the task holds."""
+
+
+class Converter(Plugin):
+    """Serialises record keys or values at the edge of a job, as column expressions over a batch.
+
+    Built with the converter's own settings (the `key.converter.` / `value.converter.` prefixed keys,
+    prefix stripped) and whether it converts keys. Mirror methods, as Kafka's Converter has.
+    """
+
+    def __init__(self, configs: Mapping[str, Any], is_key: bool):
+        self.configs = dict(configs)
+        self.is_key = is_key
+
+    def from_connect(self, df: Any, column: str, schema: Any) -> Any:
+        """`df` with `column` (Connect data of `schema`) replaced by its serialised bytes (binary)."""
+        raise NotImplementedError
+
+    def to_connect(self, df: Any, column: str) -> list[tuple[Any, Any]]:
+        """Deserialise binary `column`: a list of (ConnectSchema or None, DataFrame), one per distinct schema."""
+        raise NotImplementedError
+
+
+class HeaderConverter(Plugin):
+    """Serialises header values (`header.converter`); header keys are always strings."""
+
+    def __init__(self, configs: Mapping[str, Any]):
+        self.configs = dict(configs)
+
+    def from_connect(self, headers: Any) -> Any:
+        """Column array<struct<key string, value string>> -> array<struct<key string, value binary>>."""
+        raise NotImplementedError
+
+    def to_connect(self, headers: Any) -> Any:
+        """Column array<struct<key string, value binary>> -> array<struct<key string, value string>>."""
+        raise NotImplementedError

@@ -1,0 +1,396 @@
+"""ConfigDef: each configuration key declared once, with type, default, validator, importance, doc, group.
+
+Modelled on Kafka's `org.apache.kafka.common.config.ConfigDef`. Values arrive as strings (properties
+files, the REST API) or JSON scalars; `ConfigDef.parse` turns them into typed values and reports every
+problem at once, per key. PASSWORD values become `Password` objects whose repr never shows the secret.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest.errors import ConfigError, Problem
+
+HIDDEN = "[hidden]"
+
+
+class Type(enum.Enum):
+    BOOLEAN = "BOOLEAN"
+    STRING = "STRING"
+    INT = "INT"
+    SHORT = "SHORT"
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    LIST = "LIST"
+    CLASS = "CLASS"
+    PASSWORD = "PASSWORD"
+
+
+class Importance(enum.Enum):
+    HIGH = "HIGH"
+    MEDIUM = "MEDIUM"
+    LOW = "LOW"
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Any = _NoDefault()
+"""Marks a required key: parsing fails when it is absent."""
+
+
+class Password:
+    """A secret value. `str()` and `repr()` print `[hidden]`; `.value` gives the secret itself."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    @property
+    def value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return HIDDEN
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Password) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+# --- validators: callables (key, value) -> error message or None --------------------------------
+
+Validator = Callable[[str, Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class Range:
+    """A number within [min, max] (either end may be open)."""
+
+    min: float | None = None
+    max: float | None = None
+
+    @classmethod
+    def at_least(cls, n: float) -> Range:
+        return cls(min=n)
+
+    @classmethod
+    def between(cls, lo: float, hi: float) -> Range:
+        return cls(min=lo, max=hi)
+
+    def __call__(self, key: str, value: Any) -> str | None:
+        if value is None:
+            return None
+        if self.min is not None and value < self.min:
+            return f"value {value} must be at least {self.min:g}"
+        if self.max is not None and value > self.max:
+            return f"value {value} must be no more than {self.max:g}"
+        return None
+
+    def describe(self) -> str:
+        lo = "..." if self.min is None else f"{self.min:g}"
+        hi = "..." if self.max is None else f"{self.max:g}"
+        return f"[{lo},{hi}]"
+
+
+@dataclass(frozen=True)
+class ValidString:
+    """One of a fixed set of strings (case-insensitive when asked, as Kafka's CaseInsensitiveValidString)."""
+
+    allowed: tuple[str, ...]
+    case_insensitive: bool = False
+
+    @classmethod
+    def of(cls, *allowed: str, case_insensitive: bool = False) -> ValidString:
+        return cls(tuple(allowed), case_insensitive)
+
+    def __call__(self, key: str, value: Any) -> str | None:
+        if value is None:
+            return None
+        values = value if isinstance(value, list) else [value]
+        norm = {a.lower() if self.case_insensitive else a for a in self.allowed}
+        for v in values:
+            if (v.lower() if self.case_insensitive else v) not in norm:
+                return f"invalid value '{v}'; expected one of: {', '.join(self.allowed)}"
+        return None
+
+    def describe(self) -> str:
+        return "[" + ", ".join(self.allowed) + "]"
+
+
+class NonEmptyString:
+    def __call__(self, key: str, value: Any) -> str | None:
+        if value is not None and not str(value).strip():
+            return "must not be empty"
+        return None
+
+    def describe(self) -> str:
+        return "non-empty string"
+
+
+class ValidRegex:
+    """A value that compiles as a regular expression (Java and Python agree on the common subset)."""
+
+    def __call__(self, key: str, value: Any) -> str | None:
+        if value is None:
+            return None
+        for v in value if isinstance(value, list) else [value]:
+            try:
+                re.compile(v)
+            except re.error as e:
+                return f"invalid regular expression '{v}': {e}"
+        return None
+
+    def describe(self) -> str:
+        return "a regular expression"
+
+
+# --- keys -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: Type
+    default: Any = NO_DEFAULT
+    validator: Validator | None = None
+    importance: Importance = Importance.MEDIUM
+    doc: str = ""
+    group: str | None = None
+    order: int = 0
+
+    @property
+    def required(self) -> bool:
+        return self.default is NO_DEFAULT
+
+    def describe_validator(self) -> str:
+        describe = getattr(self.validator, "describe", None)
+        return describe() if describe else ""
+
+
+_TRUE = {"true"}
+_FALSE = {"false"}
+
+
+def _parse_value(key: ConfigKey, raw: Any) -> Any:
+    """Turn a raw value into the key's type; raises ValueError with a message naming what was expected."""
+    if raw is None:
+        return None
+    t = key.type
+    if t is Type.PASSWORD:
+        if isinstance(raw, Password):
+            return raw
+        return Password(str(raw))
+    if t in (Type.STRING, Type.CLASS):
+        if not isinstance(raw, (str, int, float, bool)):
+            raise ValueError(f"expected a string, got {type(raw).__name__}")
+        return str(raw).strip() if t is Type.CLASS else str(raw)
+    if t is Type.BOOLEAN:
+        if isinstance(raw, bool):
+            return raw
+        s = str(raw).strip().lower()
+        if s in _TRUE:
+            return True
+        if s in _FALSE:
+            return False
+        raise ValueError(f"expected a boolean (true or false), got '{raw}'")
+    if t in (Type.INT, Type.SHORT, Type.LONG):
+        if isinstance(raw, bool):
+            raise ValueError(f"expected an integer, got '{raw}'")
+        try:
+            n = int(str(raw).strip())
+        except ValueError:
+            raise ValueError(f"expected an integer, got '{raw}'") from None
+        bits = {Type.SHORT: 16, Type.INT: 32, Type.LONG: 64}[t]
+        if not -(2 ** (bits - 1)) <= n < 2 ** (bits - 1):
+            raise ValueError(f"{n} does not fit in a {t.value.lower()}")
+        return n
+    if t is Type.DOUBLE:
+        try:
+            return float(str(raw).strip())
+        except ValueError:
+            raise ValueError(f"expected a number, got '{raw}'") from None
+    if t is Type.LIST:
+        if isinstance(raw, list):
+            return [str(v).strip() for v in raw]
+        s = str(raw).strip()
+        return [] if not s else [part.strip() for part in s.split(",")]
+    raise AssertionError(t)
+
+
+def format_value(value: Any) -> str:
+    """Render a typed value back to Kafka's string form (passwords stay hidden)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(format_value(v) for v in value)
+    return str(value)
+
+
+class ConfigDef:
+    """An ordered set of declared keys, plus prefixes under which any key is accepted."""
+
+    def __init__(self, keys: Iterable[ConfigKey] = (), prefixes: Iterable[str] = ()):
+        self._keys: dict[str, ConfigKey] = {}
+        self._prefixes: list[str] = list(prefixes)
+        for k in keys:
+            self._add(k)
+
+    def _add(self, key: ConfigKey) -> None:
+        if key.name in self._keys:
+            raise ValueError(f"configuration key '{key.name}' is defined twice")
+        self._keys[key.name] = key
+
+    def define(
+        self,
+        name: str,
+        type: Type,
+        default: Any = NO_DEFAULT,
+        validator: Validator | None = None,
+        importance: Importance = Importance.MEDIUM,
+        doc: str = "",
+        group: str | None = None,
+    ) -> ConfigDef:
+        self._add(ConfigKey(name, type, default, validator, importance, doc, group, len(self._keys)))
+        return self
+
+    def allow_prefix(self, prefix: str) -> ConfigDef:
+        """Accept any key that starts with `prefix` (e.g. `key.converter.`); it is passed on unparsed."""
+        self._prefixes.append(prefix)
+        return self
+
+    def merge(self, other: ConfigDef) -> ConfigDef:
+        merged = ConfigDef(self._keys.values(), self._prefixes)
+        for k in other._keys.values():
+            if k.name not in merged._keys:
+                merged._add(k)
+        merged._prefixes += [p for p in other._prefixes if p not in merged._prefixes]
+        return merged
+
+    @property
+    def keys(self) -> dict[str, ConfigKey]:
+        return dict(self._keys)
+
+    @property
+    def prefixes(self) -> list[str]:
+        return list(self._prefixes)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._keys
+
+    def accepts(self, name: str) -> bool:
+        return name in self._keys or any(name.startswith(p) for p in self._prefixes)
+
+    def validate(self, raw: Mapping[str, Any], *, strict: bool = True) -> tuple[dict[str, Any], list[Problem]]:
+        """Parse every key; return (typed values, problems). Unknown keys are problems when `strict`."""
+        values: dict[str, Any] = {}
+        problems: list[Problem] = []
+        for name, key in self._keys.items():
+            if name in raw and raw[name] is not None:
+                try:
+                    value = _parse_value(key, raw[name])
+                except ValueError as e:
+                    problems.append(Problem(name, str(e)))
+                    continue
+            elif key.required:
+                hint = f" ({key.doc.split('.')[0]})" if key.doc else ""
+                problems.append(Problem(name, f"missing required configuration{hint}"))
+                continue
+            else:
+                value = key.default
+            if key.validator is not None:
+                plain = value.value if isinstance(value, Password) else value
+                message = key.validator(name, plain)
+                if message:
+                    problems.append(Problem(name, message))
+                    continue
+            values[name] = value
+        if strict:
+            for name in raw:
+                if not self.accepts(name):
+                    problems.append(Problem(name, self._unknown_message(name)))
+        return values, problems
+
+    def _unknown_message(self, name: str) -> str:
+        close = difflib.get_close_matches(name, list(self._keys), n=1, cutoff=0.75)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return f"unknown configuration key{hint}"
+
+    def parse(self, raw: Mapping[str, Any], *, source: str | None = None, strict: bool = True) -> Config:
+        values, problems = self.validate(raw, strict=strict)
+        if problems:
+            raise ConfigError(problems, source=source)
+        return Config(self, values, dict(raw))
+
+
+class Config(Mapping[str, Any]):
+    """Validated, typed configuration. Indexing gives typed values; `originals` the raw input."""
+
+    def __init__(self, definition: ConfigDef, values: dict[str, Any], originals: dict[str, Any]):
+        self.definition = definition
+        self._values = values
+        self.originals = originals
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._values:
+            raise KeyError(f"configuration key '{key}' is not declared")
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def secret(self, key: str) -> str | None:
+        """The plain value of a PASSWORD key (None when unset)."""
+        v = self[key]
+        return v.value if isinstance(v, Password) else v
+
+    def with_prefix(self, prefix: str, *, strip: bool = True) -> dict[str, Any]:
+        """Raw values of every original key starting with `prefix` (as Kafka's originalsWithPrefix)."""
+        return {(k[len(prefix):] if strip else k): v for k, v in self.originals.items() if k.startswith(prefix)}
+
+    def masked(self) -> dict[str, str]:
+        """The original key/values as strings, with every PASSWORD-typed key shown as [hidden]."""
+        return mask(self.originals, self.definition)
+
+    def __repr__(self) -> str:
+        return f"Config({self.masked()!r})"
+
+
+def is_secret_key(name: str, definition: ConfigDef | None = None) -> bool:
+    """PASSWORD keys, plus keys whose names say they hold a secret (a prefixed client password, say)."""
+    if definition is not None and name in definition.keys:
+        return definition.keys[name].type is Type.PASSWORD
+    lowered = name.lower()
+    return any(w in lowered for w in ("password", "secret", "token", "credential", "sasl.jaas.config", "api.key"))
+
+
+def mask(raw: Mapping[str, Any], definition: ConfigDef | None = None) -> dict[str, str]:
+    """Strings for display: secrets are `[hidden]`, except unresolved `${provider:…}` references."""
+    out: dict[str, str] = {}
+    for k, v in raw.items():
+        text = format_value(v)
+        if is_secret_key(k, definition) and not _is_reference(text):
+            text = HIDDEN
+        out[k] = text
+    return out
+
+
+def _is_reference(text: str) -> bool:
+    return bool(re.fullmatch(r"\$\{[^}]+\}", text.strip()))

@@ -1,0 +1,71 @@
+"""The error family. Each error says what happened and what to do next.
+
+`ConfigError` and `StateError` are a person's to fix (exit code 2); `RetriableError` may succeed when
+tried again; `FatalError` needs a person; `DataError` is one bad record (dead letter queue when tolerated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class LakeConnectError(Exception):
+    """Base of every error the runtime raises on purpose."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem with one configuration key (or with the file as a whole when key is None)."""
+
+    key: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}" if self.key else self.message
+
+
+class ConfigError(LakeConnectError):
+    """Configuration that cannot be used. Carries every problem found, not just the first."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[Problem] | str, *, source: str | None = None):
+        if isinstance(problems, str):
+            problems = [Problem(None, problems)]
+        self.problems = list(problems)
+        self.source = source
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = f" in {self.source}" if self.source else ""
+        if len(self.problems) == 1:
+            return f"invalid configuration{where}: {self.problems[0]}"
+        lines = [f"invalid configuration{where}: {len(self.problems)} problems"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+class StateError(LakeConnectError):
+    """A state table (offsets, configs, status, runs, a topic) is missing, corrupt or inconsistent."""
+
+    exit_code = 2
+
+
+class ConcurrentRunError(LakeConnectError):
+    """Another run of the same connector holds its lease."""
+
+    exit_code = 3
+
+
+class RetriableError(LakeConnectError):
+    """A failure that may go away when the batch is tried again (network, lock conflict, timeout)."""
+
+
+class FatalError(LakeConnectError):
+    """A failure that needs a person: the task goes FAILED with this message."""
+
+
+class DataError(LakeConnectError):
+    """One record cannot be converted, transformed or written."""

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# tests/services/setup.sh -- machine set-up for lakeconnect (run by `make setup`).
+#
+# 1. Debian packages: checks with dpkg-query which of the packages below are missing; as root it runs
+#    `apt-get update` + `apt-get install -y` for the missing ones only (a machine that has them all does no
+#    apt work at all); not root -> prints what is missing and exits 1.
+# 2. Python: creates .venv (python3 -m venv) if absent and runs `.venv/bin/pip install -e '.[test]'`.
+#    The install is skipped when a stamp (hash of pyproject.toml + python version) says it already ran.
+#    Set LAKECONNECT_FORCE_PIP=1 to force it.
+# Idempotent; takes well under a second when everything is present.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+
+PACKAGES=(
+    openjdk-17-jre-headless
+    mariadb-server
+    mariadb-client
+    postgresql
+    libmariadb-java
+    libpostgresql-jdbc-java
+    libxerial-sqlite-jdbc-java
+    sqlite3
+)
+
+# --- 1. Debian packages ------------------------------------------------------------------------------
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "setup: dpkg-query not found: this script expects Debian/Ubuntu; install the equivalents of:" >&2
+    echo "       ${PACKAGES[*]}" >&2
+    exit 1
+fi
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
+    [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]})); then
+    if [[ "$(id -u)" -ne 0 ]]; then
+        echo "setup: missing Debian packages: ${missing[*]}" >&2
+        echo "setup: not running as root, so they cannot be installed here; run as root:" >&2
+        echo "       apt-get update && apt-get install -y ${missing[*]}" >&2
+        exit 1
+    fi
+    echo "setup: installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+    echo "setup: Debian packages installed"
+else
+    echo "setup: Debian packages present"
+fi
+
+# --- 2. Python virtualenv ---------------------------------------------------------------------------
+VENV="$ROOT/.venv"
+if [[ ! -x "$VENV/bin/python" ]]; then
+    echo "setup: creating $VENV"
+    python3 -m venv "$VENV"
+fi
+
+stamp_file="$VENV/.lakeconnect-install.stamp"
+stamp="$( { cat pyproject.toml; "$VENV/bin/python" -VV; } | sha256sum | cut -d' ' -f1)"
+if [[ "${LAKECONNECT_FORCE_PIP:-0}" != 1 && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
+    echo "setup: .venv up to date (pip install -e '.[test]' already done for this pyproject.toml)"
+else
+    echo "setup: .venv/bin/pip install -e '.[test]'"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check -e '.[test]'
+    echo "$stamp" >"$stamp_file"
+    echo "setup: .venv ready"
+fi
