@@ -222,3 +222,51 @@ class HeaderConverter(Plugin):
     def to_connect(self, headers: Any) -> Any:
         """Column array<struct<key string, value binary>> -> array<struct<key string, value string>>."""
         raise NotImplementedError
+
+
+class Transform(Plugin):
+    """A single message transform over a whole batch: column expressions, records in, records out.
+
+    Built with its own settings (`transforms.<label>.` prefix stripped), validated by `config_def`.
+    Dropping records (Filter) means returning a batch without them.
+    """
+
+    def __init__(self, config: Config):
+        self.config = config
+
+    def apply(self, batch: RecordBatch) -> RecordBatch:
+        raise NotImplementedError
+
+
+class Predicate(Plugin):
+    """A yes/no question about each record of a batch, as a boolean Spark column."""
+
+    def __init__(self, config: Config):
+        self.config = config
+
+    def test(self, batch: RecordBatch) -> Any:
+        raise NotImplementedError
+
+
+class Partitioner(Plugin):
+    """Object-store sinks: the encoded partition (a path segment such as `partition=0`) of each record."""
+
+    def __init__(self, config: Config):
+        self.config = config
+
+    def encode(self, batch: RecordBatch) -> Any:
+        """A string column with each record's encoded partition."""
+        raise NotImplementedError
+
+
+class Format(Plugin):
+    """Object-store sinks: how records become the bytes of one object (`format.class`)."""
+
+    extension: ClassVar[str] = ""
+
+    def __init__(self, config: Config):
+        self.config = config
+
+    def write(self, records: Any, out: Any) -> None:
+        """Write an iterable of record rows (Connect form) to the binary stream `out`."""
+        raise NotImplementedError

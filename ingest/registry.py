@@ -66,6 +66,7 @@ class Registry:
 
     def __init__(self, extra: Mapping[PluginKind, Mapping[str, type]] | None = None):
         self._extra = extra or {}
+        self.broken: dict[tuple[PluginKind, str], str] = {}
 
     @cached_property
     def _plugins(self) -> dict[PluginKind, list[PluginInfo]]:
@@ -77,10 +78,9 @@ class Registry:
                     continue  # the same distribution seen twice on sys.path
                 try:
                     cls = ep.load()
-                except Exception as e:  # a broken plugin must not hide the others
-                    raise ConfigError(
-                        [Problem(None, f"{kind.label} plugin '{ep.name}' ({ep.value}) failed to load: {e}")]
-                    ) from e
+                except Exception as e:  # a broken plugin must not hide the others; it is reported when named
+                    self.broken[(kind, ep.name)] = f"{ep.value} failed to load: {type(e).__name__}: {e}"
+                    continue
                 infos[ep.name] = PluginInfo(kind, ep.name, cls, tuple(getattr(cls, "aliases", ())))
             for name, cls in self._extra.get(kind, {}).items():
                 infos[name] = PluginInfo(kind, name, cls, tuple(getattr(cls, "aliases", ())))
@@ -120,6 +120,8 @@ class Registry:
     def get(self, kind: PluginKind, name: str, *, key: str | None = None) -> PluginInfo:
         """The plugin called `name`; a ConfigError naming `key` and listing the known ones otherwise."""
         info = self.find(kind, name)
+        if info is None and (kind, _normalise(name)) in self.broken:
+            raise ConfigError([Problem(key, f"{kind.label} '{name}' is installed but {self.broken[(kind, _normalise(name))]}")])
         if info is None:
             known = ", ".join(i.class_name for i in self._plugins[kind]) or "none installed"
             raise ConfigError([Problem(key, f"unknown {kind.label} '{name}'; known {kind.label}s: {known}")])
@@ -130,6 +132,9 @@ class Registry:
 
     def get_connector(self, name: str, *, key: str = "connector.class") -> PluginInfo:
         info = self.find_connector(name)
+        for kind in (PluginKind.SOURCE, PluginKind.SINK):
+            if info is None and (kind, _normalise(name)) in self.broken:
+                raise ConfigError([Problem(key, f"connector '{name}' is installed but {self.broken[(kind, _normalise(name))]}")])
         if info is None:
             known = ", ".join(i.class_name for k in (PluginKind.SOURCE, PluginKind.SINK) for i in self._plugins[k])
             raise ConfigError([Problem(key, f"unknown connector class '{name}'; known connectors: {known}")])

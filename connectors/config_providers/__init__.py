@@ -1,0 +1,1 @@
+"""Kafka's built-in config providers: environment variables, properties files, files in a directory."""

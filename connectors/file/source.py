@@ -1,0 +1,136 @@
+"""FileStreamSource: each complete line of a file becomes a record with a string value.
+
+Offsets as Kafka's: partition `{"filename": <file>}`, offset `{"position": <bytes read>}`. A batch reads
+from the committed position to the last newline present at plan time, in chunks on Spark executors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ingest.api import PlannedRange, SourceConnector, SourcePlan, SourceTask
+from ingest.config.configdef import ConfigDef, Importance, NonEmptyString, Range, Type
+from ingest.errors import FatalError
+from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
+from ingest.records.schema import STRING_SCHEMA
+from ingest.state.tables import canonical_json, now
+
+FILE = "file"
+TOPIC_KEY = "topic"
+BATCH_SIZE = "batch.size"
+CHUNK_BYTES = 32 * 1024 * 1024
+
+
+class FileStreamSourceConnector(SourceConnector):
+    """Reads lines from a file into a topic."""
+
+    aliases = ("org.apache.kafka.connect.file.FileStreamSourceConnector",)
+    worker_flag = "file.connectors.enable"
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        return (ConfigDef()
+                .define(FILE, Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+                        doc="Source filename.")
+                .define(TOPIC_KEY, Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+                        doc="The topic to publish data to.")
+                .define(BATCH_SIZE, Type.INT, 2000, Range.at_least(1), Importance.LOW,
+                        doc="Kafka's records per poll; accepted for compatibility: a batch here reads every "
+                            "complete line present at plan time."))
+
+
+class FileStreamSourceTask(SourceTask):
+    def _partition(self) -> dict[str, Any]:
+        return {"filename": self.config[FILE]}
+
+    def plan(self, committed: Mapping[str, Any]) -> SourcePlan:
+        path = self.config[FILE]
+        partition = self._partition()
+        offset = committed.get(canonical_json(partition))
+        start = int(offset["position"]) if offset else 0
+        try:
+            size = os.path.getsize(path)
+        except OSError as e:
+            raise FatalError(f"cannot read source file {path}: {e.strerror}; check the path and permissions") from None
+        if size < start:
+            raise FatalError(f"{path} is shorter ({size} bytes) than the committed position {start}: it was "
+                             f"truncated or replaced; stop the connector and reset its offsets to read it again")
+        end = _last_line_end(path, start, size)
+        if end <= start:
+            return SourcePlan(())
+        return SourcePlan((PlannedRange(partition, {"position": start} if offset else None, {"position": end}),),
+                          {"timestamp_ms": int(now().timestamp() * 1000)})
+
+    def read(self, plan: SourcePlan) -> list[RecordBatch]:
+        spark = self.context.spark
+        rng = plan.ranges[0]
+        start = rng.start["position"] if rng.start else 0
+        chunks = _chunks(self.config[FILE], start, rng.end["position"])
+        path = self.config[FILE]
+        lines = (spark.createDataFrame(chunks, "start long, end long")
+                 .repartition(max(1, len(chunks)))
+                 .mapInArrow(lambda batches: _read_lines(path, batches), "seq long, value string"))
+        df = lines.select(
+            F.lit(self.config[TOPIC_KEY]).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
+            F.lit(None).cast("string").alias(KEY), F.col(VALUE),
+            F.lit(None).cast(T.ArrayType(T.StructType([T.StructField("key", T.StringType()),
+                                                      T.StructField("value", T.StringType())]))).alias(HEADERS),
+            (F.lit(plan.details["timestamp_ms"]) / 1000).cast("timestamp").alias(TIMESTAMP), F.col(SEQ))
+        return [RecordBatch(df, None, STRING_SCHEMA)]
+
+
+FileStreamSourceConnector.task_class = FileStreamSourceTask
+
+
+def _last_line_end(path: str, start: int, size: int) -> int:
+    """The offset just after the last newline in [start, size), or start when there is none."""
+    block = 64 * 1024
+    with open(path, "rb") as f:
+        pos = size
+        while pos > start:
+            lo = max(start, pos - block)
+            f.seek(lo)
+            data = f.read(pos - lo)
+            i = data.rfind(b"\n")
+            if i >= 0:
+                return lo + i + 1
+            pos = lo
+    return start
+
+
+def _chunks(path: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Split [start, end) into chunks that each end just after a newline."""
+    bounds = [start]
+    with open(path, "rb") as f:
+        nominal = start + CHUNK_BYTES
+        while nominal < end:
+            f.seek(nominal)
+            rest = f.read(min(1024 * 1024, end - nominal))
+            i = rest.find(b"\n")
+            if i < 0:
+                break
+            bounds.append(nominal + i + 1)
+            nominal = bounds[-1] + CHUNK_BYTES
+    bounds = sorted(set(b for b in bounds if b < end)) + [end]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _read_lines(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for start, end in zip(batch.column("start").to_pylist(), batch.column("end").to_pylist()):
+            with open(path, "rb") as f:
+                f.seek(start)
+                data = f.read(end - start)
+            seqs, values, pos = [], [], start
+            for raw in data.split(b"\n")[:-1]:
+                seqs.append(pos)
+                values.append(raw.rstrip(b"\r").decode("utf-8", errors="replace"))
+                pos += len(raw) + 1
+            yield pa.RecordBatch.from_arrays([pa.array(seqs, pa.int64()), pa.array(values, pa.string())],
+                                             names=["seq", "value"])

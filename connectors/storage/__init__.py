@@ -1,0 +1,1 @@
+"""Partitioners and formats of the Confluent storage connectors (the S3 sink)."""

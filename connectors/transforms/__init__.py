@@ -1,0 +1,1 @@
+"""Kafka's single message transforms, as column expressions over whole batches."""

@@ -1,0 +1,268 @@
+"""Connector, run, validate, plugins and offsets commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ingest.config.configdef import NO_DEFAULT, Type, format_value
+from ingest.config.connector import CONNECTOR_CLASS, common_config_def
+from ingest.config.loader import load_connector_file
+from ingest.config.worker import load_worker
+from ingest.errors import ConfigError, Problem
+from ingest.registry import PluginKind, default_registry
+from ingest.state.stores import PAUSED, RUNNING, STOPPED
+
+
+def worker_for(args):
+    from ingest.runtime.worker import Worker
+
+    return Worker(load_worker(args.worker))
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def _table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+# --- connectors ------------------------------------------------------------------------------------
+
+
+def cmd_create(args) -> int:
+    name, raw = load_connector_file(args.file, name=args.name)
+    worker = worker_for(args)
+    worker.create(name, raw, source=args.file)
+    print(f"Created connector {name}")
+    return 0
+
+
+def cmd_update(args) -> int:
+    name, raw = load_connector_file(args.file, name=args.name)
+    version = worker_for(args).update(name, raw, source=args.file)
+    print(f"Updated connector {name} (config version {version})")
+    return 0
+
+
+def cmd_delete(args) -> int:
+    worker_for(args).delete(args.name)
+    print(f"Deleted connector {args.name} (its offsets are kept: a connector created again with this name resumes)")
+    return 0
+
+
+def cmd_list(args) -> int:
+    worker = worker_for(args)
+    names = worker.list()
+    if args.json:
+        _print_json(names)
+    else:
+        for n in names:
+            print(n)
+    return 0
+
+
+def cmd_get(args) -> int:
+    worker = worker_for(args)
+    found = worker.get(args.name)
+    tasks = int(found["config"].get("tasks.max", "1") or 1)
+    _print_json({"name": args.name, "config": found["config"],
+                 "tasks": [{"connector": args.name, "task": t} for t in range(tasks)], "type": found["type"]})
+    return 0
+
+
+def cmd_status(args) -> int:
+    _print_json(worker_for(args).status(args.name))
+    return 0
+
+
+def _target(state: str, verb: str):
+    def cmd(args) -> int:
+        worker_for(args).set_target_state(args.name, state)
+        print(f"Connector {args.name} {verb}")
+        return 0
+    return cmd
+
+
+def cmd_restart(args) -> int:
+    restarted = worker_for(args).restart(args.name, include_tasks=args.include_tasks, only_failed=args.only_failed)
+    print(f"Restarted connector {args.name}" + (f" (tasks: {', '.join(str(t) for t in restarted if t >= 0)})"
+                                                  if args.include_tasks else ""))
+    return 0
+
+
+def cmd_validate(args) -> int:
+    name, raw = load_connector_file(args.file)
+    worker = worker_for(args)
+    worker.validate(raw, source=args.file)
+    print(f"{args.file}: configuration of connector '{name}' is valid")
+    return 0
+
+
+# --- run -------------------------------------------------------------------------------------------
+
+
+def cmd_run(args) -> int:
+    worker = worker_for(args)
+    progress = None
+    if sys.stderr.isatty():
+        def progress(step: str) -> None:
+            sys.stderr.write(f"\r  {args.name}: {step} done".ljust(60))
+            sys.stderr.flush()
+    reports = worker.run(args.name, task=args.task, until_caught_up=args.until_caught_up, progress=progress)
+    if progress:
+        sys.stderr.write("\r" + " " * 60 + "\r")
+    for r in reports:
+        print(f"{args.name} {r.summary()}")
+    if not reports:
+        print(f"{args.name}: not run (connector is {worker.get(args.name)['target_state']})")
+    return 0
+
+
+# --- plugins ---------------------------------------------------------------------------------------
+
+
+def cmd_plugins_list(args) -> int:
+    registry = default_registry()
+    kinds = [PluginKind[args.kind.upper().replace(" ", "_").replace("-", "_")]] if args.kind else list(PluginKind)
+    rows = []
+    for kind in kinds:
+        for info in registry.plugins(kind):
+            rows.append([kind.label, info.class_name, info.name, info.version])
+    if args.json:
+        _print_json([{"type": r[0], "class": r[1], "alias": r[2], "version": r[3]} for r in rows])
+    else:
+        print(_table(rows, ["TYPE", "CLASS", "ALIAS", "VERSION"]))
+    for (kind, name), error in sorted(registry.broken.items(), key=lambda i: (i[0][0].label, i[0][1])):
+        print(f"warning: {kind.label} plugin '{name}' is installed but {error}", file=sys.stderr)
+    return 0
+
+
+def cmd_plugins_config(args) -> int:
+    registry = default_registry()
+    info = None
+    for kind in PluginKind:
+        info = registry.find(kind, args.plugin)
+        if info:
+            break
+    if info is None:
+        known = ", ".join(i.class_name for i in registry.plugins())
+        raise ConfigError([Problem(None, f"unknown plugin '{args.plugin}'; known plugins: {known}")])
+    definition = info.cls.config_def()
+    if info.kind in (PluginKind.SOURCE, PluginKind.SINK):
+        definition = common_config_def(info.cls.kind).merge(definition)
+    rows = []
+    for key in definition.keys.values():
+        default = "(required)" if key.default is NO_DEFAULT else ("null" if key.default is None else
+                                                                   format_value(key.default) or '""')
+        if key.type is Type.PASSWORD and key.default not in (NO_DEFAULT, None):
+            default = "[hidden]"
+        rows.append([key.name, key.type.value, default, key.importance.value, key.describe_validator(),
+                     key.group or "", key.doc])
+    if args.json:
+        _print_json([dict(zip(["name", "type", "default", "importance", "validator", "group", "doc"], r)) for r in rows])
+    else:
+        print(f"{info.class_name} ({info.kind.label})\n")
+        print(_table(rows, ["NAME", "TYPE", "DEFAULT", "IMPORTANCE", "VALID VALUES", "GROUP", "DOCUMENTATION"]))
+    return 0
+
+
+# --- offsets ---------------------------------------------------------------------------------------
+
+
+def cmd_offsets_list(args) -> int:
+    _print_json({"offsets": worker_for(args).offsets(args.name)})
+    return 0
+
+
+def cmd_offsets_alter(args) -> int:
+    try:
+        with open(args.file, encoding="utf-8") as f:
+            body = json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"file not found: {args.file}") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", source=args.file) from None
+    if not isinstance(body, dict) or not isinstance(body.get("offsets"), list):
+        raise ConfigError('expected {"offsets": [{"partition": {…}, "offset": {…}}, …]}', source=args.file)
+    n = worker_for(args).alter_offsets(args.name, body["offsets"])
+    print(f"The offsets for connector {args.name} have been altered ({n} partition(s))")
+    return 0
+
+
+def cmd_offsets_reset(args) -> int:
+    n = worker_for(args).reset_offsets(args.name)
+    print(f"The offsets for connector {args.name} have been reset ({n} partition(s))")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from ingest.cli.demo import run_demo
+
+    return run_demo(args)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("connectors", help="create, inspect and control connectors").add_subparsers(
+        dest="action", metavar="ACTION", required=True)
+    p = c.add_parser("create", help="create a connector from a JSON or properties file")
+    p.add_argument("file"), p.add_argument("--name", help="the connector's name, when the file has none")
+    p.set_defaults(func=cmd_create)
+    p = c.add_parser("update", help="replace a connector's config")
+    p.add_argument("file"), p.add_argument("--name")
+    p.set_defaults(func=cmd_update)
+    for action, func, help_ in (("delete", cmd_delete, "delete a connector (offsets are kept)"),
+                                ("get", cmd_get, "show a connector's config (secrets masked)"),
+                                ("status", cmd_status, "show connector and task states"),
+                                ("pause", _target(PAUSED, "paused"), "pause: runs do nothing until resumed"),
+                                ("resume", _target(RUNNING, "resumed"), "resume a paused or stopped connector"),
+                                ("stop", _target(STOPPED, "stopped"), "stop: required before altering offsets")):
+        p = c.add_parser(action, help=help_)
+        p.add_argument("name")
+        p.set_defaults(func=func)
+    p = c.add_parser("list", help="list connectors")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+    p = c.add_parser("restart", help="restart a connector (clears FAILED states)")
+    p.add_argument("name"), p.add_argument("--include-tasks", action="store_true")
+    p.add_argument("--only-failed", action="store_true")
+    p.set_defaults(func=cmd_restart)
+
+    p = sub.add_parser("run", help="run one batch of a connector (every task, or --task N)")
+    p.add_argument("name"), p.add_argument("--task", type=int)
+    p.add_argument("--until-caught-up", action="store_true", help="run batches until one finds nothing new")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("validate", help="validate a connector config file; lists every problem")
+    p.add_argument("file")
+    p.set_defaults(func=cmd_validate)
+
+    pl = sub.add_parser("plugins", help="installed plugins").add_subparsers(dest="action", metavar="ACTION",
+                                                                          required=True)
+    p = pl.add_parser("list", help="list plugins of every kind")
+    p.add_argument("--kind", choices=[k.name.lower() for k in PluginKind]), p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plugins_list)
+    p = pl.add_parser("config", help="a plugin's configuration keys")
+    p.add_argument("plugin"), p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plugins_config)
+
+    o = sub.add_parser("offsets", help="list, alter or reset a connector's offsets (KIP-875)").add_subparsers(
+        dest="action", metavar="ACTION", required=True)
+    p = o.add_parser("list", help="committed offsets")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_offsets_list)
+    p = o.add_parser("alter", help='alter offsets from a file {"offsets": [...]} (connector must be STOPPED)')
+    p.add_argument("name"), p.add_argument("file")
+    p.set_defaults(func=cmd_offsets_alter)
+    p = o.add_parser("reset", help="reset every offset (connector must be STOPPED)")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_offsets_reset)
+
+    p = sub.add_parser("demo", help="run the main example job on the embedded default lake")
+    p.add_argument("--lake", default=None, help="lake root (default: the worker's lake.root)")
+    p.set_defaults(func=cmd_demo)

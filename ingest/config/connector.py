@@ -1,0 +1,244 @@
+"""A connector's configuration: Kafka Connect's common keys, the plugin's own keys, converters,
+transforms and predicates, validated together so that every problem is reported at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest.config.configdef import Config, ConfigDef, Importance, NonEmptyString, Range, Type, ValidRegex, ValidString
+from ingest.config.providers import ConfigResolver
+from ingest.config.worker import FILE_CONNECTORS_ENABLE, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER
+from ingest.errors import ConfigError, Problem
+from ingest.registry import PluginInfo, PluginKind, Registry
+
+NAME = "name"
+CONNECTOR_CLASS = "connector.class"
+TASKS_MAX = "tasks.max"
+TRANSFORMS = "transforms"
+PREDICATES = "predicates"
+TOPICS = "topics"
+TOPICS_REGEX = "topics.regex"
+TOPIC_CREATION_PARTITIONS = "topic.creation.default.partitions"
+ERRORS_TOLERANCE = "errors.tolerance"
+
+
+def _valid_name(key: str, value: Any) -> str | None:
+    if value is None or not str(value).strip():
+        return "must not be empty"
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in str(value)):
+        return "must not contain control characters"
+    if "/" in str(value):
+        return "must not contain '/'"
+    return None
+
+
+def common_config_def(kind: str) -> ConfigDef:
+    """Kafka's ConnectorConfig, plus SourceConnectorConfig or SinkConnectorConfig keys."""
+    d = ConfigDef()
+    d.define(NAME, Type.STRING, validator=_valid_name, importance=Importance.HIGH, group="Common",
+             doc="Globally unique name to use for this connector.")
+    d.define(CONNECTOR_CLASS, Type.STRING, importance=Importance.HIGH, group="Common",
+             doc="Name or alias of the class for this connector.")
+    d.define(TASKS_MAX, Type.INT, 1, Range.at_least(1), Importance.HIGH, group="Common",
+             doc="Maximum number of tasks to use for this connector.")
+    d.define(KEY_CONVERTER, Type.CLASS, None, importance=Importance.LOW, group="Common",
+             doc="Converter for record keys; overrides the worker's.")
+    d.define(VALUE_CONVERTER, Type.CLASS, None, importance=Importance.LOW, group="Common",
+             doc="Converter for record values; overrides the worker's.")
+    d.define(HEADER_CONVERTER, Type.CLASS, None, importance=Importance.LOW, group="Common",
+             doc="Converter for header values; overrides the worker's.")
+    d.define("config.action.reload", Type.STRING, "restart", ValidString.of("none", "restart"), Importance.LOW,
+             group="Common", doc="Accepted for compatibility; configs are read at the start of every run.")
+    d.define(TRANSFORMS, Type.LIST, "", importance=Importance.LOW, group="Transforms",
+             doc="Aliases for the transformations to be applied to records, in order.")
+    d.define(PREDICATES, Type.LIST, "", importance=Importance.LOW, group="Predicates",
+             doc="Aliases for the predicates used by transformations.")
+    d.define("errors.retry.timeout", Type.LONG, 0, Range.at_least(-1), group="Error Handling",
+             doc="Maximum duration in ms a failed operation is retried; 0 = no retries, -1 = infinite.")
+    d.define("errors.retry.delay.max.ms", Type.LONG, 60000, Range.at_least(1), group="Error Handling",
+             doc="Maximum duration in ms between consecutive retries.")
+    d.define(ERRORS_TOLERANCE, Type.STRING, "none", ValidString.of("none", "all"), group="Error Handling",
+             doc="none: an error fails the task; all: problematic records are skipped.")
+    d.define("errors.log.enable", Type.BOOLEAN, False, group="Error Handling",
+             doc="Log each error and the failed operation.")
+    d.define("errors.log.include.messages", Type.BOOLEAN, False, group="Error Handling",
+             doc="Include the record's contents in error logs.")
+    for prefix in ("transforms.", "predicates.", "key.converter.", "value.converter.", "header.converter.",
+                   "producer.override.", "consumer.override.", "admin.override."):
+        d.allow_prefix(prefix)
+    if kind == "source":
+        d.define(TOPIC_CREATION_PARTITIONS, Type.INT, 1, Range.at_least(1), group="Topic Creation",
+                 doc="Partitions of topics this connector creates.")
+        d.define("topic.creation.default.replication.factor", Type.INT, -1, group="Topic Creation",
+                 doc="Accepted for compatibility; Delta topics are not replicated by the runtime.")
+        d.define("topic.creation.groups", Type.LIST, "", group="Topic Creation", doc="Accepted for compatibility.")
+        d.allow_prefix("topic.creation.")
+        d.define("exactly.once.support", Type.STRING, "requested", ValidString.of("requested", "required"),
+                 group="Exactly Once Support", doc="KIP-618: required refuses connectors that cannot guarantee it.")
+        d.define("transaction.boundary", Type.STRING, "poll", ValidString.of("poll", "interval", "connector"),
+                 group="Exactly Once Support", doc="KIP-618: each batch is one transaction here.")
+        d.define("offsets.storage.topic", Type.STRING, None, group="Exactly Once Support",
+                 doc="A connector-specific offsets table name (KIP-618), overriding the worker's.")
+    else:
+        d.define(TOPICS, Type.LIST, "", group="Common", doc="List of topics to consume, separated by commas.")
+        d.define(TOPICS_REGEX, Type.STRING, "", ValidRegex(), group="Common",
+                 doc="Regular expression giving the topics to consume.")
+        d.define("errors.deadletterqueue.topic.name", Type.STRING, "", group="Error Handling",
+                 doc="Topic for records that failed (with errors.tolerance=all).")
+        d.define("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3, group="Error Handling",
+                 doc="Accepted for compatibility.")
+        d.define("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False, group="Error Handling",
+                 doc="Add __connect.errors.* headers to dead letter records.")
+    return d
+
+
+@dataclass
+class ConfiguredPlugin:
+    """A converter, transform or predicate with its validated settings."""
+
+    info: PluginInfo
+    settings: dict[str, Any]
+    config: Config | None = None
+
+
+@dataclass
+class ConnectorSetup:
+    """Everything a run needs, validated: the connector, its config and its pipeline pieces."""
+
+    name: str
+    info: PluginInfo
+    config: Config
+    raw: dict[str, str]
+    key_converter: ConfiguredPlugin
+    value_converter: ConfiguredPlugin
+    header_converter: ConfiguredPlugin
+    transforms: list[tuple[str, ConfiguredPlugin, str | None, bool]] = field(default_factory=list)
+    predicates: dict[str, ConfiguredPlugin] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return self.info.cls.kind
+
+    def connector(self):
+        return self.info.cls(self.config)
+
+
+def _plugin_settings(raw: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
+
+
+def validate_connector(
+    raw: Mapping[str, str],
+    worker: Config,
+    registry: Registry,
+    *,
+    resolve: bool = True,
+    source: str | None = None,
+) -> ConnectorSetup:
+    """Validate a connector config against everything it names; raise one ConfigError with all problems."""
+    problems: list[Problem] = []
+    values = dict(raw)
+    if resolve:
+        try:
+            values = ConfigResolver(registry, worker.originals).resolve(raw, source=source)
+        except ConfigError as e:
+            problems += e.problems
+
+    cls_name = values.get(CONNECTOR_CLASS)
+    info = None
+    if not cls_name:
+        problems.append(Problem(CONNECTOR_CLASS, "missing required configuration (the connector's class or alias)"))
+    else:
+        try:
+            info = registry.get_connector(cls_name)
+        except ConfigError as e:
+            problems += e.problems
+    if info is not None and info.cls.worker_flag and not worker[info.cls.worker_flag]:
+        problems.append(Problem(CONNECTOR_CLASS, f"{info.name} is not loaded: it can read and write arbitrary files "
+                                f"on the worker; set {FILE_CONNECTORS_ENABLE}=true in the worker configuration"))
+        info = None
+
+    kind = info.cls.kind if info is not None else "source"
+    definition = common_config_def(kind)
+    if info is not None:
+        definition = definition.merge(info.cls.config_def())
+    typed, key_problems = definition.validate(values, strict=info is not None)
+    problems += key_problems
+    config = Config(definition, typed, values)
+
+    if kind == "sink" and not key_problems:
+        has_topics, has_regex = bool(typed.get(TOPICS)), bool(typed.get(TOPICS_REGEX))
+        if has_topics and has_regex:
+            problems.append(Problem(TOPICS, "topics and topics.regex are mutually exclusive; set only one"))
+        elif not has_topics and not has_regex:
+            problems.append(Problem(TOPICS, "must be set (or topics.regex): the topics this sink consumes"))
+
+    converters = {}
+    for key, kind_ in ((KEY_CONVERTER, PluginKind.CONVERTER), (VALUE_CONVERTER, PluginKind.CONVERTER),
+                       (HEADER_CONVERTER, PluginKind.CONVERTER)):
+        name = values.get(key) or worker.originals.get(key) or worker[key]
+        # Prefixed settings: the worker's first, the connector's win.
+        settings = {**_plugin_settings(worker.originals, key + "."), **_plugin_settings(values, key + ".")}
+        converters[key] = _configure(registry, kind_, name, key, settings, problems)
+
+    predicates: dict[str, ConfiguredPlugin] = {}
+    for label in typed.get(PREDICATES) or []:
+        p = _configure_labelled(registry, PluginKind.PREDICATE, "predicates", label, values, problems)
+        if p is not None:
+            predicates[label] = p
+    transforms = []
+    for label in typed.get(TRANSFORMS) or []:
+        t = _configure_labelled(registry, PluginKind.TRANSFORM, "transforms", label, values, problems,
+                                reserved=("predicate", "negate"))
+        pred = values.get(f"transforms.{label}.predicate")
+        negate = str(values.get(f"transforms.{label}.negate", "false")).strip().lower()
+        if negate not in ("true", "false"):
+            problems.append(Problem(f"transforms.{label}.negate", f"expected a boolean (true or false), got '{negate}'"))
+        if pred and pred not in (typed.get(PREDICATES) or []):
+            problems.append(Problem(f"transforms.{label}.predicate",
+                                    f"predicate '{pred}' is not listed in 'predicates'"))
+        if t is not None:
+            transforms.append((label, t, pred or None, negate == "true"))
+
+    if info is not None and not problems:
+        for message in info.cls(config).validate():
+            key, _, rest = message.partition(": ")
+            problems.append(Problem(key, rest) if rest and key in definition else Problem(None, message))
+    if problems:
+        raise ConfigError(problems, source=source)
+    return ConnectorSetup(
+        name=typed[NAME], info=info, config=config, raw=dict(raw),
+        key_converter=converters[KEY_CONVERTER], value_converter=converters[VALUE_CONVERTER],
+        header_converter=converters[HEADER_CONVERTER], transforms=transforms, predicates=predicates,
+    )
+
+
+def _configure(registry: Registry, kind: PluginKind, name: str, key: str, settings: dict[str, str],
+               problems: list[Problem], prefix: str | None = None) -> ConfiguredPlugin | None:
+    prefix = prefix or key
+    try:
+        info = registry.get(kind, name, key=key)
+    except ConfigError as e:
+        problems += e.problems
+        return None
+    typed, ps = info.cls.config_def().validate(settings, strict=True)
+    problems += [Problem(f"{prefix}.{p.key}" if p.key else key, p.message) for p in ps]
+    return ConfiguredPlugin(info, settings, Config(info.cls.config_def(), typed, settings))
+
+
+def _configure_labelled(registry: Registry, kind: PluginKind, group: str, label: str, values: Mapping[str, str],
+                        problems: list[Problem], reserved: tuple[str, ...] = ()) -> ConfiguredPlugin | None:
+    if not re.fullmatch(r"[^.\s]+", label):
+        problems.append(Problem(group, f"invalid alias '{label}'"))
+        return None
+    type_key = f"{group}.{label}.type"
+    if not values.get(type_key):
+        problems.append(Problem(type_key, f"missing required configuration: the class of {group[:-1]} '{label}'"))
+        return None
+    settings = {k: v for k, v in _plugin_settings(values, f"{group}.{label}.").items()
+                if k != "type" and k not in reserved}
+    return _configure(registry, kind, values[type_key], type_key, settings, problems, prefix=f"{group}.{label}")

@@ -1,0 +1,142 @@
+"""The worker configuration (`conf/worker.properties`), validated the way MSK Connect validates one.
+
+MSK's rules (seed 000): `key.converter` and `value.converter` are required; only listed `producer.` and
+`consumer.` keys are allowed; a set of prefixes and keys is blocked. Other Kafka worker keys are
+accepted and ignored when they mean nothing here. Keys of our own live under `lake.`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ingest.config.configdef import Config, ConfigDef, Importance, Range, Type
+from ingest.config.loader import load_properties_file
+from ingest.errors import ConfigError, Problem
+
+WORKER_ENV = "LAKECONNECT_WORKER"
+DEFAULT_WORKER_FILE = Path("conf/worker.properties")
+
+LAKE_ROOT = "lake.root"
+OFFSET_STORAGE_TOPIC = "offset.storage.topic"
+CONFIGS_TABLE = "lake.configs.table"
+STATUS_TABLE = "lake.status.table"
+RUNS_TABLE = "lake.runs.table"
+FILE_CONNECTORS_ENABLE = "file.connectors.enable"
+SPARK_MASTER = "spark.master"
+KEY_CONVERTER = "key.converter"
+VALUE_CONVERTER = "value.converter"
+HEADER_CONVERTER = "header.converter"
+
+# MSK Connect's default worker configuration.
+MSK_DEFAULTS = {
+    KEY_CONVERTER: "org.apache.kafka.connect.storage.StringConverter",
+    VALUE_CONVERTER: "org.apache.kafka.connect.storage.StringConverter",
+}
+
+ALLOWED_PRODUCER = {
+    "acks", "batch.size", "buffer.memory", "compression.type", "enable.idempotence", "key.serializer",
+    "max.request.size", "metadata.max.age.ms", "metadata.max.idle.ms", "reconnect.backoff.max.ms",
+    "reconnect.backoff.ms", "request.timeout.ms", "retry.backoff.ms", "value.serializer",
+}
+ALLOWED_CONSUMER = {
+    "allow.auto.create.topics", "auto.offset.reset", "check.crcs", "fetch.max.bytes", "fetch.max.wait.ms",
+    "fetch.min.bytes", "heartbeat.interval.ms", "key.deserializer", "max.partition.fetch.bytes",
+    "max.poll.records", "metadata.max.age.ms", "partition.assignment.strategy", "reconnect.backoff.max.ms",
+    "reconnect.backoff.ms", "request.timeout.ms", "retry.backoff.ms", "session.timeout.ms", "value.deserializer",
+}
+BLOCKED_PREFIXES = (
+    "access.control.", "admin.", "admin.listeners.https.", "client.", "connect.", "inter.worker.", "internal.",
+    "listeners.https.", "metrics.", "metrics.context.", "rest.", "sasl.", "security.", "socket.", "ssl.",
+    "topic.tracking.", "worker.",
+)
+BLOCKED_KEYS = {
+    "bootstrap.servers", "config.storage.topic", "connections.max.idle.ms",
+    "connector.client.config.override.policy", "group.id", "listeners", "metric.reporters", "plugin.path",
+    "receive.buffer.bytes", "response.http.headers.config", "scheduled.rebalance.max.delay.ms",
+    "send.buffer.bytes", "status.storage.topic",
+}
+
+
+def worker_config_def() -> ConfigDef:
+    d = ConfigDef()
+    d.define(LAKE_ROOT, Type.STRING, "./lake", importance=Importance.HIGH, group="Lake",
+             doc="Where topics and state tables live: a directory, or a URI (s3://bucket/prefix).")
+    d.define(OFFSET_STORAGE_TOPIC, Type.STRING, "connect-offsets", importance=Importance.HIGH, group="Lake",
+             doc="Name of the source offsets table under <lake.root>/_connect. Reuse one to resume a "
+                 "re-created connector of the same name, as MSK Connect allows.")
+    d.define(CONFIGS_TABLE, Type.STRING, "connect-configs", group="Lake", doc="Name of the connector configs table.")
+    d.define(STATUS_TABLE, Type.STRING, "connect-status", group="Lake", doc="Name of the status table.")
+    d.define(RUNS_TABLE, Type.STRING, "connect-runs", group="Lake", doc="Name of the batch runs table.")
+    d.define(FILE_CONNECTORS_ENABLE, Type.BOOLEAN, False, group="Plugins",
+             doc="Load FileStreamSource and FileStreamSink; they read and write arbitrary files on the worker.")
+    d.define(SPARK_MASTER, Type.STRING, "local[*]", importance=Importance.HIGH, group="Spark",
+             doc="The Spark master: local[*], spark://host:port, or a cluster manager URL.")
+    d.define(KEY_CONVERTER, Type.CLASS, importance=Importance.HIGH, group="Converters",
+             doc="Default converter for record keys; connectors may override it.")
+    d.define(VALUE_CONVERTER, Type.CLASS, importance=Importance.HIGH, group="Converters",
+             doc="Default converter for record values; connectors may override it.")
+    d.define(HEADER_CONVERTER, Type.CLASS, "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+             group="Converters", doc="Default converter for header values.")
+    d.define("config.providers", Type.LIST, "", group="Config providers",
+             doc="Names of config providers, each with config.providers.<name>.class.")
+    for prefix in ("spark.", "lake.storage.", "config.providers.", "key.converter.", "value.converter.",
+                   "header.converter.", "producer.", "consumer.", "offset.", "task.", "topic.creation."):
+        d.allow_prefix(prefix)
+    return d
+
+
+def _msk_rules(raw: Mapping[str, str]) -> list[Problem]:
+    problems = []
+    for key in raw:
+        if key in BLOCKED_KEYS:
+            problems.append(Problem(key, "is not allowed in a worker configuration (blocked key, as in MSK Connect)"))
+        elif key.startswith("producer.") and key[len("producer."):] not in ALLOWED_PRODUCER:
+            problems.append(Problem(key, "is not a supported producer. property; supported: "
+                                    + ", ".join(sorted("producer." + k for k in ALLOWED_PRODUCER))))
+        elif key.startswith("consumer.") and key[len("consumer."):] not in ALLOWED_CONSUMER:
+            problems.append(Problem(key, "is not a supported consumer. property; supported: "
+                                    + ", ".join(sorted("consumer." + k for k in ALLOWED_CONSUMER))))
+        else:
+            blocked = next((p for p in BLOCKED_PREFIXES if key.startswith(p)), None)
+            if blocked:
+                problems.append(Problem(key, f"properties starting with '{blocked}' are not allowed in a worker "
+                                        "configuration (blocked prefix, as in MSK Connect)"))
+    return problems
+
+
+def parse_worker(raw: Mapping[str, str], *, source: str | None = None) -> Config:
+    d = worker_config_def()
+    # Other Kafka worker keys are accepted, as MSK accepts them; our own namespace is checked strictly.
+    _, problems = d.validate(raw, strict=False)
+    problems += [Problem(k, "unknown lake key") for k in raw
+                 if k.startswith("lake.") and not d.accepts(k) and not k.startswith("lake.storage.")]
+    problems += _msk_rules(raw)
+    if problems:
+        raise ConfigError(problems, source=source)
+    return d.parse(raw, strict=False)
+
+
+def worker_path(explicit: str | None = None) -> Path | None:
+    """--worker FILE, else $LAKECONNECT_WORKER, else conf/worker.properties when it exists."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get(WORKER_ENV):
+        return Path(os.environ[WORKER_ENV])
+    return DEFAULT_WORKER_FILE if DEFAULT_WORKER_FILE.exists() else None
+
+
+def load_worker(explicit: str | None = None, overrides: Mapping[str, str] | None = None) -> Config:
+    path = worker_path(explicit)
+    raw = dict(MSK_DEFAULTS) if path is None else load_properties_file(path)
+    raw.update(overrides or {})
+    return parse_worker(raw, source=str(path) if path else "the default worker configuration")
+
+
+def spark_settings(worker: Config) -> dict[str, str]:
+    return {k: str(v) for k, v in worker.originals.items() if k.startswith("spark.")}
+
+
+def storage_options(worker: Config) -> dict[str, str]:
+    return {k[len("lake.storage."):]: str(v) for k, v in worker.originals.items() if k.startswith("lake.storage.")}

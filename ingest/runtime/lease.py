@@ -1,0 +1,51 @@
+"""Leases: one run of a connector task at a time.
+
+On a local lake the lease is an exclusive `flock` on `<lake>/_locks/<name>.lock`, released by the
+kernel when the process dies, so a killed run never leaves a stale lease behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from ingest.errors import ConcurrentRunError, StateError
+
+
+class Lease:
+    def __init__(self, lake_root: str, name: str):
+        if "://" in lake_root and not lake_root.startswith("file://"):
+            raise StateError(f"leases on a remote lake ({lake_root}) are not supported yet; "
+                             "run connectors against a local or mounted lake")
+        root = lake_root.removeprefix("file://")
+        self.path = Path(root) / "_locks" / f"{name}.lock"
+        self._fd: int | None = None
+
+    def acquire(self, what: str) -> Lease:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = self.path.read_text().strip() or "another process"
+            raise ConcurrentRunError(f"{what} is already running ({holder}); this run stops without "
+                                     "changing anything — wait for the other run to finish") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {os.uname().nodename}".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

@@ -1,0 +1,258 @@
+"""One batch, exactly once (DESIGN §3):
+
+    plan (persist intent: batch id + exact ranges, bounded at plan time) -> read -> transform ->
+    convert -> write (idempotent by batch id) -> commit offsets -> done
+
+A batch whose PLANNED row has no COMMITTED row after it is resumed with the same id and the same plan,
+so a process killed at any step converges on the state of a run that never crashed: topic appends and
+offset commits carry the app transaction `(<connector>:task-<n>, batch id)` and are skipped when done.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
+
+from ingest.api import PlannedRange, SinkTask, SourcePlan, SourceTask, TopicRange
+from ingest.config.connector import TOPIC_CREATION_PARTITIONS, TOPICS, TOPICS_REGEX, ConnectorSetup
+from ingest.errors import StateError
+from ingest.records import TOPIC, RecordBatch
+from ingest.runtime import faults
+from ingest.runtime.pipeline import Pipeline, union_all
+from ingest.state.stores import COMMITTED, EMPTY, PLANNED, Stores
+from ingest.state.tables import canonical_json
+from ingest.topics import SchemaRegistry, TopicTable, list_topics
+
+
+@dataclass
+class BatchReport:
+    connector: str
+    task: int
+    batch_id: int | None
+    outcome: str  # COMMITTED | EMPTY
+    resumed: bool = False
+    records: int = 0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    ranges: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.outcome == EMPTY:
+            return f"task {self.task}: nothing new"
+        again = " (resumed after an interrupted run)" if self.resumed else ""
+        total = sum(self.timings_ms.values())
+        return f"task {self.task}: batch {self.batch_id} committed {self.records} records in {total:.0f} ms{again}"
+
+
+class _Steps:
+    """Times each step and passes the fault-injection point after it."""
+
+    def __init__(self, progress: Callable[[str], None] | None):
+        self.timings: dict[str, float] = {}
+        self._t = time.perf_counter()
+        self._progress = progress
+
+    def done(self, step: str) -> None:
+        t = time.perf_counter()
+        self.timings[step] = round((t - self._t) * 1000, 1)
+        self._t = t
+        if self._progress:
+            self._progress(step)
+        faults.point(step)
+
+
+class BatchRunner:
+    """Runs batches of one connector task against the lake's topics and state stores."""
+
+    def __init__(self, setup: ConnectorSetup, stores: Stores, lake_root: str, storage_options: dict[str, str],
+                 pipeline: Pipeline, log, progress: Callable[[str], None] | None = None):
+        self.setup = setup
+        self.stores = stores
+        self.lake_root = lake_root
+        self.storage_options = storage_options
+        self.pipeline = pipeline
+        self.log = log
+        self.progress = progress
+        self.name = setup.name
+
+    def _topic(self, name: str) -> TopicTable:
+        return TopicTable(self.lake_root, name, storage_options=self.storage_options or None)
+
+    def _next_batch(self, task_id: int) -> tuple[int, dict[str, Any] | None]:
+        last = self.stores.runs.last(self.name, task_id)
+        if last is not None and last["state"] == PLANNED:
+            return last["batch_id"], json.loads(last["plan"])
+        return (last["batch_id"] + 1 if last else 1), None
+
+    # --- sources -----------------------------------------------------------------------------------
+
+    def run_source(self, task: SourceTask, task_id: int, offsets_key: str, offsets_store=None) -> BatchReport:
+        offsets_store = offsets_store or self.stores.offsets
+        steps = _Steps(self.progress)
+        app_id = f"{self.name}:task-{task_id}"
+        batch_id, pending = self._next_batch(task_id)
+        started = None
+        if pending is not None:
+            plan = SourcePlan.from_json(pending)
+            self.log.info(f"resuming batch {batch_id}, planned by an interrupted run")
+        else:
+            committed = {p: e.offset for p, e in offsets_store.committed(offsets_key).items()}
+            plan = task.plan(committed)
+            if plan.empty:
+                self.stores.runs.record(self.name, task_id, batch_id, EMPTY)
+                return BatchReport(self.name, task_id, None, EMPTY)
+            self.stores.runs.record(self.name, task_id, batch_id, PLANNED, plan=plan.to_json())
+        steps.done("plan")
+
+        batches = task.read(plan)
+        steps.done("read")
+        batches = self.pipeline.transform(batches)
+        steps.done("transform")
+        frames, persisted = self._serialise(batches)
+        steps.done("convert")
+
+        records = 0
+        partitions = self.setup.config[TOPIC_CREATION_PARTITIONS]
+        if frames:
+            df = union_all(frames)
+            for topic in sorted(self._distinct_topics(df)):
+                table = self._topic(topic)
+                table.create(partitions, if_not_exists=True)
+                result = table.append(df.filter(F.col(TOPIC) == topic).drop(TOPIC), app_id=app_id, version=batch_id)
+                if result is not None:
+                    records += result.count
+        for p in persisted:
+            p.unpersist()
+        steps.done("write")
+
+        ends = {canonical_json(r.partition): r.end for r in plan.ranges}
+        offsets_store.commit(offsets_key, ends, task=task_id, batch_id=batch_id, app_id=app_id)
+        steps.done("commit")
+        report = BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records,
+                             steps.timings, [r.to_json() for r in plan.ranges])
+        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan.to_json(),
+                                stats={"records_written": records, "timings_ms": steps.timings}, started_at=started)
+        steps.done("done")
+        return report
+
+    def _serialise(self, batches: list[RecordBatch]):
+        registry = SchemaRegistry(self.lake_root, storage_options=self.storage_options or None)
+        frames, persisted = [], []
+        for batch in batches:
+            df = batch.df.persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(df)
+            batch = batch.with_df(df)
+            topics = self._distinct_topics(df)
+            if not topics:
+                continue
+            ids = []
+            for part, schema in (("key", batch.key_schema), ("value", batch.value_schema)):
+                if schema is None:
+                    ids.append(None)
+                    continue
+                text = json.dumps(schema.to_json(), separators=(",", ":"))
+                by_topic = {t: registry.register(f"{t}-{part}", text) for t in topics}
+                ids.append(_per_topic(by_topic))
+            frames.append(self.pipeline.serialise(batch, (None, None)).withColumns(
+                {"key_schema_id": _id_column(ids[0]), "value_schema_id": _id_column(ids[1])}))
+        return frames, persisted
+
+    @staticmethod
+    def _distinct_topics(df) -> list[str]:
+        return [r[0] for r in df.select(TOPIC).distinct().collect()]
+
+    # --- sinks -------------------------------------------------------------------------------------
+
+    def _sink_topics(self) -> list[str]:
+        config = self.setup.config
+        if config[TOPICS]:
+            return list(config[TOPICS])
+        pattern = re.compile(config[TOPICS_REGEX])
+        return [t for t in list_topics(self.lake_root, storage_options=self.storage_options or None)
+                if pattern.fullmatch(t)]
+
+    def plan_sink(self, task_id: int, task_count: int, group: str) -> list[TopicRange]:
+        committed = {(e.partition["kafka_topic"], e.partition["kafka_partition"]): e.offset["kafka_offset"]
+                     for e in self.stores.offsets.committed(group).values()}
+        assigned: list[tuple[str, int, int, int]] = []
+        for topic in self._sink_topics():
+            table = self._topic(topic)
+            if not table.exists():
+                self.log.warning(f"topic '{topic}' does not exist yet; nothing to consume from it")
+                continue
+            d = table.describe()
+            for p in range(d.partitions):
+                assigned.append((topic, p, d.start_offsets.get(p, 0), d.end_offsets.get(p, 0)))
+        mine = [a for i, a in enumerate(sorted(assigned)) if i % task_count == task_id]
+        ranges = []
+        for topic, p, start_offset, end in mine:
+            start = committed.get((topic, p), start_offset)
+            if start < start_offset:
+                raise StateError(f"{group} is at offset {start} of {topic}-{p}, before the log start {start_offset}; "
+                                 f"reset the connector's offsets (`lakeconnect offsets reset {self.name}`)")
+            if end > start:
+                ranges.append(TopicRange(topic, p, start, end))
+        return ranges
+
+    def run_sink(self, task: SinkTask, task_id: int, task_count: int) -> BatchReport:
+        steps = _Steps(self.progress)
+        group = f"connect-{self.name}"
+        app_id = f"{group}:task-{task_id}"
+        batch_id, pending = self._next_batch(task_id)
+        if pending is not None:
+            ranges = [TopicRange.from_json(r) for r in pending["ranges"]]
+            prepared = pending["prepared"]
+            self.log.info(f"resuming batch {batch_id}, planned by an interrupted run")
+        else:
+            ranges = self.plan_sink(task_id, task_count, group)
+            if not ranges:
+                self.stores.runs.record(self.name, task_id, batch_id, EMPTY)
+                return BatchReport(self.name, task_id, None, EMPTY)
+            prepared = task.prepare(ranges)
+            self.stores.runs.record(self.name, task_id, batch_id, PLANNED,
+                                    plan={"ranges": [r.to_json() for r in ranges], "prepared": prepared})
+        steps.done("plan")
+
+        frames = []
+        for topic in sorted({r.topic for r in ranges}):
+            bounds = {r.partition: (r.start, r.end) for r in ranges if r.topic == topic}
+            frames.append(self._topic(topic).read(bounds).withColumn(TOPIC, F.lit(topic)))
+        df = union_all(frames)
+        steps.done("read")
+        batches = self.pipeline.deserialise(df)
+        steps.done("convert")
+        batches = self.pipeline.transform(batches)
+        steps.done("transform")
+        task.put(batches, ranges, prepared, batch_id)
+        steps.done("write")
+
+        ends = {canonical_json({"kafka_partition": r.partition, "kafka_topic": r.topic}): {"kafka_offset": r.end}
+                for r in ranges}
+        self.stores.offsets.commit(group, ends, task=task_id, batch_id=batch_id, app_id=app_id)
+        steps.done("commit")
+        records = sum(r.end - r.start for r in ranges)
+        plan = {"ranges": [r.to_json() for r in ranges], "prepared": prepared}
+        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan,
+                                stats={"records_read": records, "timings_ms": steps.timings})
+        steps.done("done")
+        return BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records, steps.timings,
+                           [r.to_json() for r in ranges])
+
+
+def _per_topic(ids: dict[str, int]) -> Any:
+    return next(iter(ids.values())) if len(set(ids.values())) == 1 else ids
+
+
+def _id_column(ids: Any):
+    if ids is None or isinstance(ids, int):
+        return F.lit(ids).cast("int")
+    expr = None
+    for topic, i in ids.items():
+        expr = (F.when(F.col(TOPIC) == topic, F.lit(i)) if expr is None else expr.when(F.col(TOPIC) == topic, F.lit(i)))
+    return expr.cast("int")

@@ -1,0 +1,276 @@
+"""The worker: connector lifecycle (create, pause, stop, delete…), offsets management (KIP-875) and runs.
+
+What Kafka Connect's herder does for a cluster, done per call against the lake's state tables.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ingest.api import TaskContext
+from ingest.config.configdef import Config, mask
+from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX, ConnectorSetup, validate_connector
+from ingest.config.worker import (CONFIGS_TABLE, LAKE_ROOT, OFFSET_STORAGE_TOPIC, RUNS_TABLE, STATUS_TABLE,
+                                  spark_settings, storage_options)
+from ingest.errors import ConfigError, LakeConnectError, Problem, StateError
+from ingest.registry import Registry, default_registry
+from ingest.runtime import secrets
+from ingest.runtime.lease import Lease
+from ingest.runtime.pipeline import Pipeline
+from ingest.runtime.runner import BatchReport, BatchRunner
+from ingest.state.stores import (ABANDONED, CONNECTOR_TASK, FAILED, PAUSED, PLANNED, RUNNING, STOPPED, UNASSIGNED,
+                                 Stores, state_uri)
+from ingest.state.stores import OffsetStore
+from ingest.state.tables import canonical_json
+
+log = logging.getLogger("lakeconnect")
+
+
+class TaskLogger(logging.LoggerAdapter):
+    """Kafka Connect's log context: `[connector|task-N] message`."""
+
+    def process(self, msg, kwargs):
+        return f"[{self.extra['ctx']}] {msg}", kwargs
+
+
+class Worker:
+    def __init__(self, config: Config, registry: Registry | None = None):
+        self.config = config
+        self.registry = registry or default_registry()
+        self.lake_root = str(config[LAKE_ROOT]).rstrip("/")
+        self.storage_options = storage_options(config)
+        self.stores = Stores.open(self.lake_root, configs=config[CONFIGS_TABLE], offsets=config[OFFSET_STORAGE_TOPIC],
+                                  status=config[STATUS_TABLE], runs=config[RUNS_TABLE],
+                                  storage_options=self.storage_options)
+        self.worker_id = socket.gethostname()
+
+    # --- Spark -------------------------------------------------------------------------------------
+
+    def spark(self):
+        from ingest.spark import get_spark
+
+        return get_spark(spark_settings(self.config))
+
+    # --- configs -----------------------------------------------------------------------------------
+
+    def validate(self, raw: Mapping[str, str], *, source: str | None = None) -> ConnectorSetup:
+        return validate_connector(raw, self.config, self.registry, source=source)
+
+    def create(self, name: str, raw: Mapping[str, str], *, source: str | None = None) -> int:
+        if self.stores.configs.get(name) is not None:
+            raise ConfigError([Problem("name", f"connector '{name}' already exists; use `connectors update`")],
+                              source=source)
+        self.validate(raw, source=source)
+        version = self.stores.configs.put(name, raw, RUNNING)
+        self.stores.status.set(name, CONNECTOR_TASK, UNASSIGNED, worker_id=self.worker_id)
+        return version
+
+    def update(self, name: str, raw: Mapping[str, str], *, source: str | None = None) -> int:
+        self.validate(raw, source=source)
+        return self.stores.configs.put(name, raw)
+
+    def delete(self, name: str) -> None:
+        """Remove the config; offsets stay, so a connector re-created with the same name resumes."""
+        self.stores.configs.delete(name)
+
+    def get(self, name: str, *, masked: bool = True) -> dict[str, Any]:
+        found = self.stores.configs.require(name)
+        config = found["config"]
+        if masked:
+            info = self.registry.find_connector(config.get(CONNECTOR_CLASS, ""))
+            config = mask(config, info.cls.config_def() if info else None)
+        found = dict(found, config=config)
+        found["type"] = self._kind(found["config"])
+        return found
+
+    def _kind(self, config: Mapping[str, str]) -> str:
+        info = self.registry.find_connector(config.get(CONNECTOR_CLASS, ""))
+        return info.cls.kind if info else "unknown"
+
+    def list(self) -> list[str]:
+        return self.stores.configs.list()
+
+    def set_target_state(self, name: str, state: str) -> None:
+        self.stores.configs.set_target_state(name, state)
+        self.stores.status.set(name, CONNECTOR_TASK, state, worker_id=self.worker_id)
+
+    def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> list[int]:
+        """Clear FAILED states so the next run starts afresh (target state RUNNING)."""
+        self.stores.configs.require(name)
+        statuses = self.stores.status.get(name)
+        restarted = []
+        for task, row in statuses.items():
+            if task != CONNECTOR_TASK and not include_tasks:
+                continue
+            if only_failed and row["state"] != FAILED:
+                continue
+            self.stores.status.set(name, task, UNASSIGNED if task != CONNECTOR_TASK else RUNNING,
+                                   worker_id=self.worker_id)
+            restarted.append(task)
+        return restarted
+
+    def status(self, name: str) -> dict[str, Any]:
+        found = self.stores.configs.require(name)
+        rows = self.stores.status.get(name)
+        conn = rows.get(CONNECTOR_TASK)
+        target = found["target_state"]
+        conn_state = target if target in (PAUSED, STOPPED) else (conn["state"] if conn else UNASSIGNED)
+        tasks = []
+        for task in sorted(t for t in rows if t != CONNECTOR_TASK):
+            r = rows[task]
+            entry = {"id": task, "state": r["state"] if target == RUNNING else target, "worker_id": r["worker_id"]}
+            if r["trace"]:
+                entry["trace"] = r["trace"]
+            tasks.append(entry)
+        history = self.stores.runs.history(name)
+        last = history[-1] if history else None
+        out = {"name": name, "connector": {"state": conn_state, "worker_id": conn["worker_id"] if conn else ""},
+               "tasks": tasks, "type": self._kind(found["config"])}
+        if last:
+            out["last_run"] = {k: last[k] for k in ("task", "batch_id", "state", "stats", "error")}
+            out["last_run"]["ended_at"] = str(last["ended_at"] or last["written_at"])
+        return out
+
+    # --- offsets (KIP-875) -------------------------------------------------------------------------
+
+    def _offsets_key(self, name: str, config: Mapping[str, str]) -> tuple[str, OffsetStore]:
+        if self._kind(config) == "sink":
+            return f"connect-{name}", self.stores.offsets
+        table = config.get("offsets.storage.topic")
+        store = OffsetStore(state_uri(self.lake_root, table), self.storage_options) if table else self.stores.offsets
+        return name, store
+
+    def offsets(self, name: str) -> list[dict[str, Any]]:
+        """`GET /connectors/{name}/offsets`: [{"partition": …, "offset": …}]."""
+        found = self.stores.configs.get(name)
+        config = found["config"] if found else {}
+        key, store = self._offsets_key(name, config)
+        return [{"partition": e.partition, "offset": e.offset} for e in store.committed(key).values()]
+
+    def _require_stopped(self, name: str, action: str) -> dict[str, Any]:
+        found = self.stores.configs.require(name)
+        if found["target_state"] != STOPPED:
+            raise StateError(f"connector '{name}' is {found['target_state']}; offsets can only be {action} when it "
+                             f"is STOPPED: run `lakeconnect connectors stop {name}` first")
+        return found
+
+    def alter_offsets(self, name: str, entries: list[Mapping[str, Any]]) -> int:
+        found = self._require_stopped(name, "altered")
+        problems = []
+        changes = {}
+        sink = self._kind(found["config"]) == "sink"
+        for i, e in enumerate(entries):
+            if not isinstance(e, Mapping) or not isinstance(e.get("partition"), Mapping) or "offset" not in e:
+                problems.append(Problem(f"offsets[{i}]", 'expected {"partition": {…}, "offset": {…} or null}'))
+                continue
+            p, o = e["partition"], e["offset"]
+            if sink and (set(p) != {"kafka_topic", "kafka_partition"} or
+                         (o is not None and (set(o) != {"kafka_offset"} or not isinstance(o["kafka_offset"], int)))):
+                problems.append(Problem(f"offsets[{i}]", 'sink offsets look like {"partition": {"kafka_topic": …, '
+                                        '"kafka_partition": N}, "offset": {"kafka_offset": N}}'))
+                continue
+            changes[canonical_json(p)] = o
+        if problems:
+            raise ConfigError(problems)
+        self._abandon_pending(name)
+        key, store = self._offsets_key(name, found["config"])
+        store.commit(key, changes, task=-1, batch_id=0)
+        return len(changes)
+
+    def reset_offsets(self, name: str) -> int:
+        found = self._require_stopped(name, "reset")
+        key, store = self._offsets_key(name, found["config"])
+        current = store.committed(key)
+        self._abandon_pending(name)
+        store.commit(key, {p: None for p in current}, task=-1, batch_id=0)
+        return len(current)
+
+    def _abandon_pending(self, name: str) -> None:
+        """A batch planned from the old offsets must not be resumed after they change."""
+        for row in self.stores.runs.history(name):
+            last = self.stores.runs.last(name, row["task"])
+            if last and last["state"] == PLANNED and last["batch_id"] == row["batch_id"]:
+                self.stores.runs.record(name, row["task"], row["batch_id"], ABANDONED, plan=json.loads(last["plan"]),
+                                        error="offsets were altered or reset")
+
+    # --- running -----------------------------------------------------------------------------------
+
+    def run(self, name: str, *, task: int | None = None, until_caught_up: bool = False,
+            progress: Callable[[str], None] | None = None, max_batches: int = 10_000) -> list[BatchReport]:
+        found = self.stores.configs.require(name)
+        if found["target_state"] in (PAUSED, STOPPED):
+            log.info(f"[{name}] connector is {found['target_state']}; nothing to do "
+                     f"(`lakeconnect connectors resume {name}` to run it again)")
+            return []
+        raw = found["config"]
+        setup = self.validate(raw, source=f"connector '{name}'")
+        secrets.register_config(setup.config, raw)
+        connector = setup.connector()
+        task_configs = connector.task_configs(setup.config[TASKS_MAX])[: setup.config[TASKS_MAX]]
+        task_ids = range(len(task_configs)) if task is None else [task]
+        if task is not None and task >= len(task_configs):
+            raise ConfigError([Problem(TASKS_MAX, f"task {task} does not exist; connector '{name}' has "
+                                                  f"{len(task_configs)} task(s)")])
+        leases = [Lease(self.lake_root, f"{name}.task-{t}").acquire(f"connector '{name}' task {t}") for t in task_ids]
+        reports: list[BatchReport] = []
+        try:
+            self._set_status(name, CONNECTOR_TASK, RUNNING)
+            pipeline = Pipeline.build(setup)
+            for t in task_ids:
+                reports += self._run_task(setup, task_configs, t, pipeline, until_caught_up, progress, max_batches)
+        finally:
+            for lease in leases:
+                lease.release()
+        return reports
+
+    def _run_task(self, setup, task_configs, t, pipeline, until_caught_up, progress, max_batches):
+        name = setup.name
+        logger = TaskLogger(log, {"ctx": f"{name}|task-{t}"})
+        merged = {**setup.config.originals, **task_configs[t]}
+        task_config = Config(setup.config.definition, {**dict(setup.config), **_typed(setup, task_configs[t])}, merged)
+        context = TaskContext(name, t, self.config, self.spark, logger, self.lake_root, self.storage_options)
+        task = setup.info.cls.task_class(task_config, context)
+        runner = BatchRunner(setup, self.stores, self.lake_root, self.storage_options, pipeline, logger, progress)
+        reports = []
+        try:
+            self._set_status(name, t, RUNNING)
+            for _ in range(max_batches):
+                if setup.kind == "sink":
+                    report = runner.run_sink(task, t, len(task_configs))
+                else:
+                    key, store = self._offsets_key(name, setup.raw)
+                    report = runner.run_source(task, t, key, store)
+                logger.info(report.summary())
+                reports.append(report)
+                if not until_caught_up or report.outcome != "COMMITTED":
+                    break
+        except LakeConnectError as e:
+            self._set_status(name, t, FAILED, secrets.scrub(str(e)))
+            raise
+        except Exception as e:
+            trace = secrets.scrub("".join(traceback.format_exception(e)))
+            self._set_status(name, t, FAILED, trace)
+            raise
+        finally:
+            task.close()
+        return reports
+
+    def _set_status(self, name: str, task: int, state: str, trace: str | None = None) -> None:
+        current = self.stores.status.get(name).get(task)
+        if current and current["state"] == state and not trace and not current["trace"]:
+            return  # unchanged: no commit
+        self.stores.status.set(name, task, state, trace, self.worker_id)
+
+
+def _typed(setup: ConnectorSetup, overrides: Mapping[str, str]) -> dict[str, Any]:
+    if not overrides:
+        return {}
+    typed, problems = setup.config.definition.validate({**setup.config.originals, **overrides}, strict=False)
+    if problems:
+        raise ConfigError(problems, source=f"task config of connector '{setup.name}'")
+    return {k: typed[k] for k in overrides if k in typed}

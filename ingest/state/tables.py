@@ -1,0 +1,107 @@
+"""Small state tables (offsets, configs, status, runs) read and written directly with delta-rs + Arrow.
+
+Every table is append-only: a new row supersedes older rows with the same key ("latest wins"), and the
+history stays for audit until maintenance compacts it. Appends may carry an app transaction
+`(app_id, version)`; an append whose version is already committed is skipped, so a retried batch never
+writes its offsets twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+
+from ingest.errors import RetriableError, StateError
+
+TS = pa.timestamp("us", tz="UTC")
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON text of a value: sorted keys, no spaces (so equal partitions compare equal)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class StateTable:
+    """One Delta table of state rows with a fixed Arrow schema."""
+
+    schema: pa.Schema
+
+    def __init__(self, uri: str, storage_options: Mapping[str, str] | None = None):
+        self.uri = uri
+        self.storage_options = dict(storage_options or {})
+        self._table: DeltaTable | None = None
+
+    def _load(self) -> DeltaTable | None:
+        try:
+            if self._table is None:
+                self._table = DeltaTable(self.uri, storage_options=self.storage_options or None)
+            else:
+                self._table.update_incremental()
+            return self._table
+        except TableNotFoundError:
+            return None
+        except DeltaError as e:
+            raise StateError(f"state table {self.uri} cannot be read ({e}); restore it from backup "
+                             "or move it aside to start afresh (offsets would be lost)") from None
+        except OSError as e:
+            raise StateError(f"state table {self.uri} cannot be read: {e}") from None
+
+    def committed_version(self, app_id: str) -> int | None:
+        table = self._load()
+        return None if table is None else table.transaction_version(app_id)
+
+    def append(self, rows: Iterable[Mapping[str, Any]], *, app_id: str | None = None, version: int | None = None) -> bool:
+        """Append rows; False (and nothing written) when `(app_id, version)` was already committed."""
+        if app_id is not None:
+            done = self.committed_version(app_id)
+            if done is not None and done >= version:
+                return False
+        data = pa.Table.from_pylist(list(rows), schema=self.schema)
+        props = CommitProperties(app_transactions=[Transaction(app_id, version)]) if app_id is not None else None
+        for attempt in range(5):
+            try:
+                write_deltalake(self.uri, data, mode="append", commit_properties=props,
+                                storage_options=self.storage_options or None)
+                return True
+            except CommitFailedError as e:  # a concurrent writer to the same table; appends can be retried
+                last = e
+                time.sleep(0.05 * (attempt + 1))
+            except DeltaError as e:
+                raise StateError(f"cannot write state table {self.uri}: {e}") from None
+        raise RetriableError(f"state table {self.uri} stayed busy with concurrent commits: {last}")
+
+    def read(self, filter: pa.compute.Expression | None = None, columns: list[str] | None = None) -> pa.Table:
+        table = self._load()
+        if table is None:
+            return self.schema.empty_table() if columns is None else self.schema.empty_table().select(columns)
+        try:
+            return table.to_pyarrow_dataset().to_table(filter=filter, columns=columns)
+        except (DeltaError, OSError, pa.ArrowInvalid) as e:
+            raise StateError(f"state table {self.uri} cannot be read ({e}); restore it from backup") from None
+
+    def latest(self, key: list[str], filter: pa.compute.Expression | None = None) -> list[dict[str, Any]]:
+        """The newest row per key (by `written_at`, then by position in the log)."""
+        rows = self.read(filter).to_pylist()
+        newest: dict[tuple, dict[str, Any]] = {}
+        for i, row in enumerate(rows):
+            k = tuple(row[c] for c in key)
+            prev = newest.get(k)
+            if prev is None or (row["written_at"], i) >= (prev["written_at"], prev["_i"]):
+                newest[k] = {**row, "_i": i}
+        return [{c: v for c, v in r.items() if c != "_i"} for r in newest.values()]
+
+
+def eq(column: str, value: Any) -> pc.Expression:
+    return pc.field(column) == value

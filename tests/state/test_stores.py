@@ -1,0 +1,66 @@
+import pytest
+
+from ingest.errors import StateError
+from ingest.state.stores import COMMITTED, PLANNED, RUNNING, STOPPED, Stores
+
+
+@pytest.fixture
+def stores(tmp_path):
+    return Stores.open(str(tmp_path / "lake"), configs="c", offsets="o", status="s", runs="r")
+
+
+def test_offsets_latest_wins_and_history_is_kept(stores):
+    p = '{"filename":"/tmp/a"}'
+    for i in range(1, 4):
+        assert stores.offsets.commit("src", {p: {"position": i * 10}}, task=0, batch_id=i, app_id="src:task-0")
+    assert stores.offsets.committed("src")[p].offset == {"position": 30}
+    assert stores.offsets.read().num_rows == 3
+
+
+def test_offset_commit_is_idempotent_per_batch(stores):
+    p = '{"filename":"/tmp/a"}'
+    assert stores.offsets.commit("src", {p: {"position": 5}}, task=0, batch_id=1, app_id="src:task-0")
+    assert not stores.offsets.commit("src", {p: {"position": 5}}, task=0, batch_id=1, app_id="src:task-0")
+    assert stores.offsets.read().num_rows == 1
+
+
+def test_reset_is_a_null_offset(stores):
+    p = '{"filename":"/tmp/a"}'
+    stores.offsets.commit("src", {p: {"position": 5}}, task=0, batch_id=1)
+    stores.offsets.commit("src", {p: None}, task=-1, batch_id=0)
+    assert stores.offsets.committed("src") == {}
+
+
+def test_configs_are_versioned_and_deletable(stores):
+    assert stores.configs.put("a", {"name": "a"}) == 1
+    assert stores.configs.put("a", {"name": "a", "x": "1"}) == 2
+    stores.configs.set_target_state("a", STOPPED)
+    assert stores.configs.get("a")["target_state"] == STOPPED
+    assert stores.configs.get("a")["config"] == {"name": "a", "x": "1"}
+    stores.configs.delete("a")
+    assert stores.configs.get("a") is None
+    with pytest.raises(StateError, match="connector 'a' not found"):
+        stores.configs.require("a")
+
+
+def test_runs_show_pending_batch(stores):
+    stores.runs.record("a", 0, 1, PLANNED, plan={"ranges": []})
+    assert stores.runs.last("a", 0)["state"] == PLANNED
+    stores.runs.record("a", 0, 1, COMMITTED, plan={"ranges": []}, stats={"records_written": 3})
+    assert stores.runs.last("a", 0)["state"] == COMMITTED
+    assert len(stores.runs.history("a")) == 1
+
+
+def test_status_latest_per_task(stores):
+    stores.status.set("a", 0, RUNNING)
+    stores.status.set("a", 0, "FAILED", "boom")
+    assert stores.status.get("a")[0]["trace"] == "boom"
+
+
+def test_corrupt_state_table_is_a_clear_error(stores, tmp_path):
+    stores.offsets.commit("src", {"p": {"position": 1}}, task=0, batch_id=1)
+    log = tmp_path / "lake" / "_connect" / "o" / "_delta_log" / "00000000000000000000.json"
+    log.write_text("{not json")
+    fresh = Stores.open(str(tmp_path / "lake"), configs="c", offsets="o", status="s", runs="r")
+    with pytest.raises(StateError, match="cannot be read"):
+        fresh.offsets.committed("src")
