@@ -66,7 +66,12 @@ if [[ "${LAKECONNECT_FORCE_PIP:-0}" != 1 && -f "$stamp_file" && "$(cat "$stamp_f
     echo "setup: .venv up to date (pip install -e '.[test]' already done for this pyproject.toml)"
 else
     echo "setup: .venv/bin/pip install -e '.[test]'"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check -e '.[test]'
+    log="$VENV/lakeconnect-pip-install.log"
+    if ! "$VENV/bin/pip" install --disable-pip-version-check -e '.[test]' >"$log" 2>&1; then
+        echo "setup: pip install failed; last lines of $log:" >&2
+        tail -n 30 "$log" >&2
+        exit 1
+    fi
     echo "$stamp" >"$stamp_file"
     echo "setup: .venv ready"
 fi

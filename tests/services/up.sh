@@ -1,0 +1,377 @@
+#!/usr/bin/env bash
+# tests/services/up.sh -- start the real services the tests use, all on 127.0.0.1 (`make services-up`).
+#
+#   mariadb   a PRIVATE MariaDB with ROW binary logging: datadir/socket/pid/logs under .services/mariadb/,
+#             port $LAKECONNECT_MARIADB_PORT (default 3316); root without password; database lakeconnect_test.
+#             (The machine's own MariaDB on 3306 is never touched.)
+#   postgres  the machine's PostgreSQL on 127.0.0.1:$LAKECONNECT_POSTGRES_PORT (default 5432), started
+#             with pg_ctlcluster if it does not answer; database lakeconnect_test. If password-less
+#             access over TCP is refused, role postgres gets the password `postgres`.
+#   s3        moto_server on port $LAKECONNECT_S3_PORT (default 5055); log and pid under .services/.
+#   kafka     librdkafka's mock cluster (tests/services/mock_kafka.py, $LAKECONNECT_KAFKA_BROKERS
+#             brokers, default 3) with topics orders:5 topic-to-export:1 (override with
+#             $LAKECONNECT_KAFKA_TOPICS) plus lakeconnect-selftest:1 for the start-up check.
+#
+# Writes every address to .services/services.env (KEY=value lines, read by tests/services/fixtures.py).
+# Idempotent: services already running (pid alive + answering) are reused. Prints one line per service;
+# exits 1 with a message (and the log tail) if any service fails, in which case services.env is not
+# written. Waits are bounded by $LAKECONNECT_SERVICES_WAIT seconds (default 60) per service.
+# Stop with tests/services/down.sh.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+SVC="$ROOT/.services"
+PY="$ROOT/.venv/bin/python"
+WAIT="${LAKECONNECT_SERVICES_WAIT:-60}"
+
+MARIADB_PORT="${LAKECONNECT_MARIADB_PORT:-3316}"
+PG_PORT="${LAKECONNECT_POSTGRES_PORT:-5432}"
+S3_PORT="${LAKECONNECT_S3_PORT:-5055}"
+KAFKA_BROKERS="${LAKECONNECT_KAFKA_BROKERS:-3}"
+KAFKA_TOPICS="${LAKECONNECT_KAFKA_TOPICS:-orders:5 topic-to-export:1}"
+KAFKA_SELFTEST_TOPIC="lakeconnect-selftest"
+DB="lakeconnect_test"
+
+now_us() { echo "${EPOCHREALTIME//[.,]/}"; }
+START_TS=$(now_us)
+mkdir -p "$SVC"
+if command -v flock >/dev/null 2>&1; then  # one up.sh/down.sh at a time
+    exec 9>"$SVC/.lock"
+    flock -w 300 9 || { echo "up.sh: could not lock $SVC/.lock" >&2; exit 1; }
+fi
+
+if [[ ! -x "$PY" ]]; then
+    echo "up.sh: $PY missing: run \`make setup\` first" >&2
+    exit 1
+fi
+
+failures=()
+ok()   { printf 'up.sh: %-8s %s\n' "$1" "$2"; }
+fail() { printf 'up.sh: %-8s FAILED: %s\n' "$1" "$2" >&2; failures+=("$1"); }
+tail_log() { [[ -f "$1" ]] && { echo "----- last lines of $1:"; tail -n 25 "$1"; echo "-----"; } >&2; }
+elapsed() { local ds=$((($(now_us) - $1) / 100000)); echo "$((ds / 10)).$((ds % 10))"; }  # seconds since $1
+
+# pid_of PIDFILE PATTERN...: prints the pid if it is alive and its command line contains every PATTERN.
+pid_of() {
+    local pid cmdline pattern
+    [[ -f "$1" ]] || return 1
+    pid="$(tr -dc '0-9' <"$1")"
+    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
+    cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+    for pattern in "${@:2}"; do
+        [[ "$cmdline" == *"$pattern"* ]] || return 1
+    done
+    echo "$pid"
+}
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# ---------------------------------------------------------------------------------------------------
+# MariaDB (private, binlog)
+MDB_DIR="$SVC/mariadb"
+MDB_DATA="$MDB_DIR/data"
+MDB_SOCK="$MDB_DIR/mariadb.sock"
+if ((${#MDB_SOCK} > 100)); then  # unix socket paths are limited to 107 bytes
+    MDB_SOCK="/tmp/lakeconnect-mariadb-$(echo "$MDB_DIR" | sha1sum | cut -c1-12).sock"
+fi
+MDB_PIDF="$MDB_DIR/mariadb.pid"
+MDB_LOG="$MDB_DIR/error.log"
+MDB_CLIENT="$(command -v mariadb || command -v mysql || true)"
+MARIADBD="$(command -v mariadbd || ls /usr/sbin/mariadbd /usr/sbin/mysqld 2>/dev/null | head -n1 || true)"
+MDB_INSTALL_DB="$(command -v mariadb-install-db || command -v mysql_install_db || true)"
+
+mdb_tcp()  { "$MDB_CLIENT" --no-defaults --protocol=TCP -h 127.0.0.1 -P "$MARIADB_PORT" -u root --connect-timeout=2 -N -B "$@"; }
+mdb_sock() { "$MDB_CLIENT" --no-defaults --socket="$MDB_SOCK" -u root --connect-timeout=2 -N -B "$@"; }
+
+start_mariadb() {
+    local pid user_opt=() t0=$(now_us) started=""
+    if [[ -z "$MDB_CLIENT" || -z "$MARIADBD" || -z "$MDB_INSTALL_DB" ]]; then
+        fail mariadb "mariadbd / mariadb-install-db / mariadb client not found: run \`make setup\`"
+        return 1
+    fi
+    [[ "$(id -u)" -eq 0 ]] && user_opt=(--user=root)
+    mkdir -p "$MDB_DIR"
+
+    if ! pid="$(pid_of "$MDB_PIDF" "--datadir=$MDB_DATA" "--port=$MARIADB_PORT ")"; then
+        if pid="$(pid_of "$MDB_PIDF" "--datadir=$MDB_DATA")"; then
+            fail mariadb "pid $pid runs on another port than $MARIADB_PORT: run tests/services/down.sh first"
+            return 1
+        fi
+        if port_open "$MARIADB_PORT"; then
+            fail mariadb "port $MARIADB_PORT is already used by another process (set LAKECONNECT_MARIADB_PORT)"
+            return 1
+        fi
+        rm -f "$MDB_PIDF" "$MDB_SOCK" "$MDB_SOCK.lock"
+        if [[ ! -d "$MDB_DATA/mysql" ]]; then
+            rm -rf "$MDB_DATA" "$MDB_DATA.init"
+            if ! "$MDB_INSTALL_DB" --no-defaults "${user_opt[@]}" --datadir="$MDB_DATA.init" \
+                    --auth-root-authentication-method=normal --skip-test-db \
+                    >"$MDB_DIR/install-db.log" 2>&1; then
+                fail mariadb "mariadb-install-db failed"
+                tail_log "$MDB_DIR/install-db.log"
+                return 1
+            fi
+            mv "$MDB_DATA.init" "$MDB_DATA"
+        fi
+        nohup "$MARIADBD" --no-defaults "${user_opt[@]}" \
+            --datadir="$MDB_DATA" --port="$MARIADB_PORT" --bind-address=127.0.0.1 \
+            --socket="$MDB_SOCK" --pid-file="$MDB_PIDF" --log-error="$MDB_LOG" \
+            --log-bin=mariadb-bin --binlog-format=ROW --binlog-row-image=FULL \
+            --binlog-row-metadata=FULL --server-id=1 \
+            --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
+            --innodb-flush-log-at-trx-commit=2 \
+            </dev/null >>"$MDB_DIR/mariadbd.out" 2>&1 9>&- &
+        pid=$!
+        started=" (started"
+    fi
+
+    local deadline=$((SECONDS + WAIT))
+    until mdb_sock -e 'SELECT 1' >/dev/null 2>&1 || mdb_tcp -e 'SELECT 1' >/dev/null 2>&1; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            fail mariadb "mariadbd (pid $pid) exited during start-up"
+            tail_log "$MDB_LOG"
+            return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            fail mariadb "mariadbd (pid $pid) did not answer SELECT 1 within ${WAIT}s"
+            tail_log "$MDB_LOG"
+            [[ -n "$started" ]] && kill "$pid" 2>/dev/null
+            return 1
+        fi
+        sleep 0.2
+    done
+    [[ -n "$started" ]] && started="$started, ready in $(elapsed "$t0")s)"
+
+    # root with an empty password over TCP from 127.0.0.1
+    if ! mdb_tcp -e 'SELECT 1' >/dev/null 2>&1; then
+        mdb_sock -e "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+                     GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+                     FLUSH PRIVILEGES;" >/dev/null 2>&1
+        if ! mdb_tcp -e 'SELECT 1' >/dev/null 2>&1; then
+            fail mariadb "root@127.0.0.1 without password cannot connect over TCP on port $MARIADB_PORT"
+            return 1
+        fi
+    fi
+    mdb_tcp -e "CREATE DATABASE IF NOT EXISTS $DB" || { fail mariadb "CREATE DATABASE $DB failed"; return 1; }
+    local log_bin
+    log_bin="$(mdb_tcp -e "SELECT @@log_bin" 2>/dev/null)"
+    if [[ "$log_bin" != 1 ]]; then
+        fail mariadb "log_bin is not ON (got '$log_bin')"
+        return 1
+    fi
+    ok mariadb "127.0.0.1:$MARIADB_PORT pid $pid, log_bin=ON binlog_format=ROW$started"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# PostgreSQL (the machine's cluster)
+PG_PASSWORD=""
+pg_ready() {
+    if command -v pg_isready >/dev/null 2>&1; then
+        pg_isready -q -h 127.0.0.1 -p "$PG_PORT" -t 2
+    else
+        port_open "$PG_PORT"
+    fi
+}
+pg_psql() {  # pg_psql PASSWORD DBNAME SQL
+    if [[ -n "$1" ]]; then
+        PGPASSWORD="$1" PGPASSFILE="$SVC/no-such-pgpass" psql -X -A -t -q -w -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$2" -c "$3"
+    else
+        env -u PGPASSWORD PGPASSFILE="$SVC/no-such-pgpass" psql -X -A -t -q -w -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$2" -c "$3"
+    fi
+}
+
+start_postgres() {
+    local started="" t0=$(now_us)
+    if ! command -v psql >/dev/null 2>&1; then
+        fail postgres "psql not found (PostgreSQL not installed?): run \`make setup\`"
+        return 1
+    fi
+    if ! pg_ready; then
+        # the cluster configured for this port (pg_lsclusters), else the newest version's "main"
+        local ver="" name="main"
+        if command -v pg_lsclusters >/dev/null 2>&1; then
+            read -r ver name < <(pg_lsclusters -h 2>/dev/null | awk -v p="$PG_PORT" '$3 == p {print $1, $2; exit}')
+        fi
+        if [[ -z "$ver" ]]; then
+            ver="$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n1)"
+            name="main"
+        fi
+        if [[ -z "$ver" ]] || ! command -v pg_ctlcluster >/dev/null 2>&1; then
+            fail postgres "nothing answers on 127.0.0.1:$PG_PORT and no cluster in /etc/postgresql: run \`make setup\`"
+            return 1
+        fi
+        if ! pg_ctlcluster --skip-systemctl-redirect "$ver" "$name" start >"$SVC/postgres-start.log" 2>&1 9>&-; then
+            # "already running" is fine (it may listen on another port, caught below)
+            grep -qi 'already running' "$SVC/postgres-start.log" || {
+                fail postgres "pg_ctlcluster $ver $name start failed"; tail_log "$SVC/postgres-start.log"; return 1; }
+        fi
+        local deadline=$((SECONDS + WAIT))
+        until pg_ready; do
+            if ((SECONDS >= deadline)); then
+                fail postgres "PostgreSQL $ver/$name does not answer on 127.0.0.1:$PG_PORT after ${WAIT}s"
+                tail_log "/var/log/postgresql/postgresql-$ver-$name.log"
+                return 1
+            fi
+            sleep 0.2
+        done
+        started=" (started cluster $ver/$name, $(elapsed "$t0")s)"
+    fi
+
+    if pg_psql "" postgres 'SELECT 1' >/dev/null 2>&1; then
+        PG_PASSWORD=""
+    elif pg_psql postgres postgres 'SELECT 1' >/dev/null 2>&1; then
+        PG_PASSWORD="postgres"
+    elif [[ "$(id -u)" -eq 0 ]]; then
+        # fresh Debian: host 127.0.0.1 is scram-sha-256 -> give role postgres a known password (peer auth)
+        su -s /bin/sh postgres -c "psql -X -q -p $PG_PORT -c \"ALTER ROLE postgres PASSWORD 'postgres'\"" \
+            >/dev/null 2>&1
+        if pg_psql postgres postgres 'SELECT 1' >/dev/null 2>&1; then
+            PG_PASSWORD="postgres"
+        else
+            fail postgres "cannot log in as postgres over TCP on 127.0.0.1:$PG_PORT (even after setting a password)"
+            return 1
+        fi
+    else
+        fail postgres "cannot log in as postgres over TCP on 127.0.0.1:$PG_PORT (run as root once to set a password)"
+        return 1
+    fi
+
+    if [[ "$(pg_psql "$PG_PASSWORD" postgres "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]]; then
+        pg_psql "$PG_PASSWORD" postgres "CREATE DATABASE $DB" >/dev/null || {
+            fail postgres "CREATE DATABASE $DB failed"; return 1; }
+    fi
+    local auth="trust"
+    [[ -n "$PG_PASSWORD" ]] && auth="password"
+    ok postgres "127.0.0.1:$PG_PORT (machine's cluster, $auth auth)$started"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# moto S3 server
+MOTO_PIDF="$SVC/moto.pid"
+MOTO_LOG="$SVC/moto.log"
+http_answers() {  # any HTTP response (even 4xx/5xx) counts
+    if command -v curl >/dev/null 2>&1; then
+        curl -s -o /dev/null --max-time 2 "$1"
+    else
+        "$PY" -c 'import sys, urllib.request, urllib.error
+try: urllib.request.urlopen(sys.argv[1], timeout=2)
+except urllib.error.HTTPError: pass' "$1" 2>/dev/null
+    fi
+}
+
+start_moto() {
+    local pid started="" t0=$(now_us) url="http://127.0.0.1:$S3_PORT"
+    if [[ ! -x "$ROOT/.venv/bin/moto_server" ]]; then
+        fail s3 "$ROOT/.venv/bin/moto_server missing: run \`make setup\`"
+        return 1
+    fi
+    if ! pid="$(pid_of "$MOTO_PIDF" moto_server "-p $S3_PORT ")"; then
+        if pid="$(pid_of "$MOTO_PIDF" moto_server)"; then
+            fail s3 "moto_server pid $pid runs on another port than $S3_PORT: run tests/services/down.sh first"
+            return 1
+        fi
+        if port_open "$S3_PORT"; then
+            fail s3 "port $S3_PORT is already used by another process (set LAKECONNECT_S3_PORT)"
+            return 1
+        fi
+        nohup "$ROOT/.venv/bin/moto_server" -H 127.0.0.1 -p "$S3_PORT" </dev/null >>"$MOTO_LOG" 2>&1 9>&- &
+        pid=$!
+        echo "$pid" >"$MOTO_PIDF"
+        started=" (started"
+    fi
+    local deadline=$((SECONDS + WAIT))
+    until http_answers "$url/"; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            fail s3 "moto_server (pid $pid) exited"; tail_log "$MOTO_LOG"; return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            fail s3 "moto_server (pid $pid) does not answer on $url after ${WAIT}s"; tail_log "$MOTO_LOG"; return 1
+        fi
+        sleep 0.2
+    done
+    [[ -n "$started" ]] && started="$started, ready in $(elapsed "$t0")s)"
+    ok s3 "$url pid $pid (moto_server)$started"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Kafka-protocol mock cluster
+K_DIR="$SVC/kafka"
+K_PIDF="$K_DIR/mock_kafka.pid"
+K_BOOT="$K_DIR/bootstrap"
+K_LOG="$K_DIR/mock_kafka.log"
+KAFKA_BOOTSTRAP=""
+
+start_kafka() {
+    local pid started="" t0=$(now_us)
+    mkdir -p "$K_DIR"
+    if ! pid="$(pid_of "$K_PIDF" mock_kafka.py "--brokers $KAFKA_BROKERS ")" || [[ ! -s "$K_BOOT" ]]; then
+        if pid="$(pid_of "$K_PIDF" mock_kafka.py)"; then
+            fail kafka "mock_kafka.py pid $pid runs with other settings (or lost its bootstrap file): run tests/services/down.sh first"
+            return 1
+        fi
+        rm -f "$K_PIDF" "$K_BOOT"
+        # shellcheck disable=SC2086
+        nohup "$PY" "$HERE/mock_kafka.py" --brokers "$KAFKA_BROKERS" --bootstrap-file "$K_BOOT" \
+            --pid-file "$K_PIDF" $KAFKA_TOPICS "$KAFKA_SELFTEST_TOPIC:1" </dev/null >>"$K_LOG" 2>&1 9>&- &
+        pid=$!
+        started=" (started"
+        local deadline=$((SECONDS + WAIT))
+        until [[ -s "$K_BOOT" ]]; do
+            if ! kill -0 "$pid" 2>/dev/null; then
+                fail kafka "mock_kafka.py (pid $pid) exited"; tail_log "$K_LOG"; return 1
+            fi
+            if ((SECONDS >= deadline)); then
+                fail kafka "mock_kafka.py (pid $pid) wrote no bootstrap file within ${WAIT}s"
+                tail_log "$K_LOG"; kill "$pid" 2>/dev/null; return 1
+            fi
+            sleep 0.1
+        done
+    fi
+    if ! timeout $((WAIT + 10)) "$PY" "$HERE/mock_kafka.py" --check --bootstrap-file "$K_BOOT" \
+            --check-topic "$KAFKA_SELFTEST_TOPIC" --timeout "$WAIT" 2>>"$K_LOG"; then
+        fail kafka "produce/consume round trip (group.protocol=consumer) failed on $(cat "$K_BOOT" 2>/dev/null)"
+        tail_log "$K_LOG"
+        return 1
+    fi
+    KAFKA_BOOTSTRAP="$(cat "$K_BOOT")"
+    [[ -n "$started" ]] && started="$started, ready in $(elapsed "$t0")s)"
+    ok kafka "$KAFKA_BOOTSTRAP pid $pid ($KAFKA_BROKERS-broker librdkafka mock, round trip OK)$started"
+}
+
+# ---------------------------------------------------------------------------------------------------
+start_mariadb
+start_postgres
+start_moto
+start_kafka
+
+ENV_FILE="$SVC/services.env"
+if ((${#failures[@]})); then
+    rm -f "$ENV_FILE"
+    echo "up.sh: FAILED: ${failures[*]} (see messages above; stop what did start with tests/services/down.sh)" >&2
+    exit 1
+fi
+
+pg_auth="postgres"
+[[ -n "$PG_PASSWORD" ]] && pg_auth="postgres:$PG_PASSWORD"
+cat >"$ENV_FILE.tmp" <<EOF
+# written by tests/services/up.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ); removed by tests/services/down.sh
+LAKECONNECT_TEST_MARIADB_URL=mysql+pymysql://root@127.0.0.1:$MARIADB_PORT/$DB
+LAKECONNECT_TEST_MARIADB_JDBC=jdbc:mysql://127.0.0.1:$MARIADB_PORT/$DB
+LAKECONNECT_TEST_MARIADB_HOST=127.0.0.1
+LAKECONNECT_TEST_MARIADB_PORT=$MARIADB_PORT
+LAKECONNECT_TEST_MARIADB_USER=root
+LAKECONNECT_TEST_MARIADB_PASSWORD=
+LAKECONNECT_TEST_MARIADB_DATABASE=$DB
+LAKECONNECT_TEST_MARIADB_SOCKET=$MDB_SOCK
+LAKECONNECT_TEST_POSTGRES_URL=postgresql+psycopg://$pg_auth@127.0.0.1:$PG_PORT/$DB
+LAKECONNECT_TEST_POSTGRES_JDBC=jdbc:postgresql://127.0.0.1:$PG_PORT/$DB
+LAKECONNECT_TEST_POSTGRES_HOST=127.0.0.1
+LAKECONNECT_TEST_POSTGRES_PORT=$PG_PORT
+LAKECONNECT_TEST_POSTGRES_USER=postgres
+LAKECONNECT_TEST_POSTGRES_PASSWORD=$PG_PASSWORD
+LAKECONNECT_TEST_POSTGRES_DATABASE=$DB
+LAKECONNECT_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+LAKECONNECT_TEST_KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP
+EOF
+mv "$ENV_FILE.tmp" "$ENV_FILE"
+echo "up.sh: all services up in $(elapsed "$START_TS")s; addresses in ${ENV_FILE#"$ROOT"/}"
