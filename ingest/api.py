@@ -215,11 +215,11 @@ class HeaderConverter(Plugin):
     def __init__(self, configs: Mapping[str, Any]):
         self.configs = dict(configs)
 
-    def from_connect(self, headers: Any) -> Any:
+    def from_connect_header(self, headers: Any) -> Any:
         """Column array<struct<key string, value string>> -> array<struct<key string, value binary>>."""
         raise NotImplementedError
 
-    def to_connect(self, headers: Any) -> Any:
+    def to_connect_header(self, headers: Any) -> Any:
         """Column array<struct<key string, value binary>> -> array<struct<key string, value string>>."""
         raise NotImplementedError
 

@@ -219,13 +219,16 @@ def validate_connector(
 
 def _configure(registry: Registry, kind: PluginKind, name: str, key: str, settings: dict[str, str],
                problems: list[Problem], prefix: str | None = None) -> ConfiguredPlugin | None:
+    # Kafka's converters ignore settings they do not know (the book sets schemas.enable on a
+    # ByteArrayConverter); transforms and predicates are checked strictly.
+    strict = kind is not PluginKind.CONVERTER
     prefix = prefix or key
     try:
         info = registry.get(kind, name, key=key)
     except ConfigError as e:
         problems += e.problems
         return None
-    typed, ps = info.cls.config_def().validate(settings, strict=True)
+    typed, ps = info.cls.config_def().validate(settings, strict=strict)
     problems += [Problem(f"{prefix}.{p.key}" if p.key else key, p.message) for p in ps]
     return ConfiguredPlugin(info, settings, Config(info.cls.config_def(), typed, settings))
 

@@ -56,7 +56,7 @@ class Pipeline:
         df = batch.df
         df = self.key_converter.from_connect(df, KEY, batch.key_schema)
         df = self.value_converter.from_connect(df, VALUE, batch.value_schema)
-        df = df.withColumn(HEADERS, self.header_converter.from_connect(F.col(HEADERS)))
+        df = df.withColumn(HEADERS, self.header_converter.from_connect_header(F.col(HEADERS)))
         key_id, value_id = schema_ids
         return df.select(
             F.col(TOPIC), F.col(PARTITION).cast("int"), F.col(KEY).cast("binary"), F.col(VALUE).cast("binary"),
@@ -66,7 +66,7 @@ class Pipeline:
 
     def deserialise(self, df: DataFrame) -> list[RecordBatch]:
         """A topic's byte rows (with `topic`) -> Connect record batches, one per (key, value) schema pair."""
-        df = df.withColumn(HEADERS, self.header_converter.to_connect(F.col(HEADERS)))
+        df = df.withColumn(HEADERS, self.header_converter.to_connect_header(F.col(HEADERS)))
         df = df.withColumn(SEQ, F.col(OFFSET))
         batches = []
         for key_schema, keyed in self.key_converter.to_connect(df, KEY):

@@ -1,0 +1,253 @@
+"""Kafka's `org.apache.kafka.connect.json.JsonConverter`, as Spark column expressions.
+
+With `schemas.enable` (the default) a record is `{"schema":<schema JSON>,"payload":<value JSON>}`; without,
+just the value JSON. Both directions produce and accept exactly Kafka's bytes. Reading groups records by
+their embedded schema (one small distinct query on the driver) and returns one DataFrame per schema;
+without schemas, values become a VARIANT column (Kafka's schemaless Map/List/primitive values).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from connectors.converters._common import (
+    RecordAndHeaderConverter, bad_records, data_type, map_header_values, null_bytes, parse_settings,
+    raise_first_bad, utf8_bytes,
+)
+from connectors.converters._json_read import JsonOptions, with_connect_value
+from connectors.converters._json_write import json_text, render, spark_type_problem
+from ingest.api import Converter, HeaderConverter
+from ingest.config.configdef import ConfigDef, Importance, Type, ValidString
+from ingest.errors import DataError
+from ingest.records.schema import (
+    BASE64, NUMERIC, OPTIONAL_STRING_SCHEMA, STRING_SCHEMA, ConnectSchema, from_spark_type,
+)
+
+SCHEMAS_ENABLE = "schemas.enable"
+SCHEMAS_CACHE_SIZE = "schemas.cache.size"
+DECIMAL_FORMAT = "decimal.format"
+REPLACE_NULL_WITH_DEFAULT = "replace.null.with.default"
+
+SERIALIZATION_ERROR = "Converting byte[] to Kafka Connect data failed due to serialization error: malformed JSON"
+ENVELOPE_ERROR = (
+    'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain additional '
+    "fields. If you are trying to deserialize plain JSON data, set schemas.enable=false in your converter "
+    "configuration."
+)
+DUPLICATE_KEYS_ERROR = (
+    "Converting byte[] to Kafka Connect data failed: a JSON object has duplicate keys. Kafka keeps the last "
+    "value; Spark's VARIANT refuses them unless spark.sql.variant.allowDuplicateKeys=true (then the last wins)"
+)
+_BAD = "\u0000"  # marks a bad record's key in the distinct-schema query; no schema text starts with it
+_TEXT, _PARSED, _ENVELOPE, _PAYLOAD, _CORRUPT = (
+    f"__lakeconnect_{n}" for n in ("text", "parsed", "envelope", "payload", "corrupt"))
+# Jackson's defaults, as Kafka's ObjectMapper has them: no single quotes, no NaN/Infinity tokens.
+STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
+
+
+class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
+    """JSON values, with their Connect schema embedded (`schemas.enable=true`) or schemaless."""
+
+    aliases = ("org.apache.kafka.connect.json.JsonConverter",)
+
+    def __init__(self, configs: Mapping[str, Any] | None = None, is_key: bool = False):
+        Converter.__init__(self, configs or {}, is_key)
+        settings = parse_settings(type(self), self.configs)
+        self.schemas_enable: bool = settings[SCHEMAS_ENABLE]
+        self.options = JsonOptions(settings[DECIMAL_FORMAT].upper(), settings[REPLACE_NULL_WITH_DEFAULT])
+        # Schema texts seen in records are parsed once each, up to schemas.cache.size of them.
+        self._schema_of = functools.lru_cache(maxsize=max(settings[SCHEMAS_CACHE_SIZE], 0))(ConnectSchema.from_json)
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        return (
+            ConfigDef()
+            .define(SCHEMAS_ENABLE, Type.BOOLEAN, True, importance=Importance.HIGH, group="Schemas",
+                    doc="Include schemas within each of the serialized values and keys.")
+            .define(SCHEMAS_CACHE_SIZE, Type.INT, 1000, importance=Importance.HIGH, group="Schemas",
+                    doc="The maximum number of schemas that can be cached in this converter instance.")
+            .define(DECIMAL_FORMAT, Type.STRING, BASE64, ValidString.of(BASE64, NUMERIC, case_insensitive=True),
+                    Importance.LOW, group="Serialization",
+                    doc="Controls which format this converter will serialize decimals in. This value is case "
+                        "insensitive and can be either 'BASE64' (default) or 'NUMERIC'")
+            .define(REPLACE_NULL_WITH_DEFAULT, Type.BOOLEAN, True, importance=Importance.LOW, group="Serialization",
+                    doc="Whether to replace fields that have a default value and that are null to the default "
+                        "value. When set to true, the default value is used, otherwise null is used.")
+        )
+
+    # --- keys and values ---------------------------------------------------------------------------
+
+    def from_connect_record(self, df: DataFrame, column: str, schema: ConnectSchema | None) -> DataFrame:
+        """Serialise `column`. A null value is a tombstone: null bytes, as Kafka writes a null value
+        without a schema (a record value's null in lakeconnect is always a tombstone)."""
+        value, dtype = df[column], data_type(df, column)
+        if isinstance(dtype, T.NullType):
+            return df.withColumn(column, null_bytes())
+        if schema is None:
+            is_null, payload = self._schemaless_payload(value, dtype)
+            schema_text = "null"
+        else:
+            problem = spark_type_problem(dtype, schema)
+            if problem:
+                raise DataError(f"JsonConverter cannot write column '{column}' with its schema: {problem}")
+            is_null, payload = value.isNull(), render(value, schema, self.options, top=True)
+            schema_text = schema.to_json_text(self.options.decimal_format)
+        text = self._wrap_envelope(F.lit(schema_text), payload) if self.schemas_enable else payload
+        return df.withColumn(column, F.when(is_null, null_bytes()).otherwise(utf8_bytes(text)))
+
+    def to_connect_record(self, df: DataFrame, column: str) -> list[tuple[ConnectSchema | None, DataFrame]]:
+        """Parse `column`; one (schema, DataFrame) per distinct embedded schema (none for no records).
+        Bad JSON raises DataError naming the first bad record."""
+        raw = df[column]
+        staged = df.withColumn(_TEXT, self._text(raw))
+        if not self.schemas_enable:
+            staged = staged.withColumn(_PARSED, F.try_parse_json(F.col(_TEXT)))
+            raise_first_bad(staged, self._reason(raw, F.col(_TEXT)), _fix_for_bad_json())
+            return [(None, _drop_staged(staged.withColumn(column, self._schemaless_value(raw, F.col(_PARSED)))))]
+        # One strict parse per record finds the schema texts (a small distinct on the driver) and bad records.
+        envelope = F.col(_ENVELOPE)
+        key = F.when(raw.isNull(), F.lit(None)).when(~_is_envelope(envelope), F.lit(_BAD)).otherwise(envelope["schema"])
+        texts = [r[0] for r in staged.withColumn(_ENVELOPE, _envelope(F.col(_TEXT))).select(key).distinct().collect()]
+        if _BAD in texts:
+            raise_first_bad(staged, self._reason(raw, F.col(_TEXT)), _fix_for_bad_json())
+        groups: dict[ConnectSchema | None, list[str]] = {}
+        for t in texts:  # texts that differ only in spacing or key order are the same schema
+            groups.setdefault(None if t is None else self._parse_schema(staged, t), []).append(t)
+        out = []
+        for schema, members in groups.items():
+            part = staged
+            if len(groups) > 1:  # with one schema (the usual case) every record belongs to it: no filter
+                schema_text = _envelope(F.col(_TEXT))["schema"]
+                part = part.where(schema_text.isNull() if schema is None else schema_text.isin(members))
+            part = part.withColumn(_PAYLOAD, _payload(F.col(_TEXT)))
+            if schema is None:  # tombstones, and envelopes whose schema is null
+                part = part.withColumn(column, self._schemaless_value(raw, F.col(_PAYLOAD)))
+            else:
+                part = with_connect_value(part, column, F.col(_PAYLOAD), schema, self.options)
+            out.append((schema, _drop_staged(part)))
+        return out
+
+    def bad_records(self, df: DataFrame, column: str) -> DataFrame:
+        """The records `to_connect` would reject, with an `error` column: for a dead letter queue."""
+        staged = df.withColumn(_TEXT, self._text(df[column]))
+        return _drop_staged(bad_records(staged, self._reason(df[column], F.col(_TEXT))))
+
+    def _parse_schema(self, staged: DataFrame, text: str) -> ConnectSchema:
+        """The schema embedded as `text`; an invalid one raises DataError naming a record that carries it."""
+        try:
+            return self._schema_of(text)
+        except DataError as e:
+            carries = _envelope(F.col(_TEXT))["schema"] == F.lit(text)
+            raise_first_bad(staged, F.when(carries, F.lit(f"invalid schema in the record: {e}")),
+                            "fix the schema its producer embeds")
+            raise
+
+    # --- headers (values are strings in lakeconnect's record layout) --------------------------------
+
+    def from_connect_header(self, headers: Column) -> Column:
+        """A header value is a Connect string (ConnectHeaders.addString: STRING_SCHEMA, or the optional
+        string schema for null), written like any value with that schema."""
+        def convert(v: Column) -> Column:
+            payload = json_text(v)
+            if not self.schemas_enable:
+                return utf8_bytes(payload)
+            schema = F.when(v.isNull(), F.lit(OPTIONAL_STRING_SCHEMA.to_json_text())).otherwise(
+                F.lit(STRING_SCHEMA.to_json_text()))
+            return utf8_bytes(self._wrap_envelope(schema, payload))
+
+        return map_header_values(headers, convert)
+
+    def to_connect_header(self, headers: Column) -> Column:
+        """Header bytes to a string: a JSON string's text, any other JSON value as its compact JSON."""
+        def convert(b: Column) -> Column:
+            text = self._text(b)
+            parsed = F.try_parse_json(text)
+            reason = F.coalesce(self._reason(b, text), F.when(parsed.isNull(), F.lit(DUPLICATE_KEYS_ERROR)))
+            payload = F.variant_get(parsed, "$.payload", "variant") if self.schemas_enable else parsed
+            value = (F.when(F.is_variant_null(payload), F.lit(None))
+                     .when(F.schema_of_variant(payload) == F.lit("STRING"), F.variant_get(payload, "$", "string"))
+                     .otherwise(F.to_json(payload)))
+            return (F.when(b.isNull(), F.lit(None))
+                    .when(reason.isNotNull(), F.raise_error(F.concat(F.lit("header value: "), reason)))
+                    .otherwise(value))
+
+        return map_header_values(headers, convert)
+
+    # --- pieces --------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _wrap_envelope(schema_text: Column, payload: Column) -> Column:
+        return F.concat(F.lit('{"schema":'), schema_text, F.lit(',"payload":'), payload, F.lit("}"))
+
+    def _schemaless_payload(self, value: Column, dtype: T.DataType) -> tuple[Column, Column]:
+        """(is null, JSON text) of a value without a schema: a VARIANT as its JSON, any other Spark
+        value as the schema its type implies would write it."""
+        if isinstance(dtype, T.VariantType):
+            # A JSON null read without a schema is Kafka's null value: a tombstone again.
+            return value.isNull() | F.is_variant_null(value), F.to_json(value)
+        try:
+            implied = from_spark_type(dtype, optional=True)
+        except ValueError as e:
+            raise DataError(f"JsonConverter cannot write a schemaless {dtype.simpleString()}: {e}") from e
+        return value.isNull(), render(value, implied, self.options, top=True)
+
+    @staticmethod
+    def _text(raw: Column) -> Column:
+        # Jackson rejects malformed UTF-8; try_validate_utf8 gives null for it, which parses to null.
+        return F.try_validate_utf8(raw.cast(T.StringType()))
+
+    def _reason(self, raw: Column, text: Column) -> Column:
+        """Why a record cannot be read, as Kafka would say it (null when it can be read)."""
+        reason = F.when(raw.isNull(), F.lit(None))
+        envelope = _envelope(text)
+        if not self.schemas_enable:
+            unparsed = (F.length(raw) > 0) & F.try_parse_json(text).isNull()
+            return (reason.when(unparsed & envelope.isNotNull(), F.lit(DUPLICATE_KEYS_ERROR))
+                    .when(unparsed, F.lit(SERIALIZATION_ERROR)))
+        # Jackson accepts duplicate keys (the last wins), parse_json does not: valid if either parser says so.
+        well_formed = envelope.isNotNull() | F.try_parse_json(text).isNotNull()
+        # Empty bytes: Jackson reads a MissingNode, which is not an envelope (schemaless: a null value).
+        return (reason.when(F.length(raw) == 0, F.lit(ENVELOPE_ERROR))
+                .when(~well_formed, F.lit(SERIALIZATION_ERROR))
+                .when(~_is_envelope(envelope), F.lit(ENVELOPE_ERROR)))
+
+    @staticmethod
+    def _schemaless_value(raw: Column, parsed: Column) -> Column:
+        """Kafka's schemaless value as a VARIANT; JSON null, empty bytes and null bytes are a null value."""
+        return F.when(raw.isNull() | parsed.isNull() | F.is_variant_null(parsed), F.lit(None)).otherwise(parsed)
+
+
+def _envelope(text: Column) -> Column:
+    """The top-level members of a JSON object, each value as its JSON text (null for malformed JSON or a
+    non-object). Spark's JSON reader, made as strict as Jackson; duplicate keys: the last wins."""
+    return F.from_json(text, "map<string,string>", STRICT_JSON)
+
+
+def _payload(text: Column) -> Column:
+    """The envelope's payload as a VARIANT (the conversion's one parse). The envelope parsed already, so
+    a corrupt record here is a VARIANT refusing duplicate keys: fail rather than read a null."""
+    options = {**STRICT_JSON, "columnNameOfCorruptRecord": _CORRUPT}
+    parsed = F.from_json(text, f"struct<payload:variant,{_CORRUPT}:string>", options)
+    return F.when(parsed[_CORRUPT].isNotNull(), F.raise_error(F.lit(DUPLICATE_KEYS_ERROR))).otherwise(parsed["payload"])
+
+
+def _is_envelope(envelope: Column) -> Column:
+    # Spark's map keeps a duplicate key twice; Jackson's ObjectNode keeps it once: count distinct keys.
+    keys = F.array_distinct(F.map_keys(envelope))
+    exact = (F.size(keys) == 2) & F.array_contains(keys, "schema") & F.array_contains(keys, "payload")
+    return F.coalesce(exact, F.lit(False))
+
+
+def _drop_staged(df: DataFrame) -> DataFrame:
+    return df.drop(_TEXT, _PARSED, _ENVELOPE, _PAYLOAD, _CORRUPT)
+
+
+def _fix_for_bad_json() -> str:
+    return ("fix the producer of this topic, set schemas.enable=false if its values are plain JSON, "
+            "or route bad records to a dead letter queue")
