@@ -68,7 +68,7 @@ def cmd_list(args) -> int:
     from ingest.topics import list_topics
 
     lake, so, _ = _context(args)
-    for t in list_topics(lake, storage_options=so):
+    for t in list_topics(lake):
         print(t)
     return 0
 

@@ -174,7 +174,7 @@ class BatchRunner:
         if config[TOPICS]:
             return list(config[TOPICS])
         pattern = re.compile(config[TOPICS_REGEX])
-        return [t for t in list_topics(self.lake_root, storage_options=self.storage_options or None)
+        return [t for t in list_topics(self.lake_root)
                 if pattern.fullmatch(t)]
 
     def plan_sink(self, task_id: int, task_count: int, group: str) -> list[TopicRange]:

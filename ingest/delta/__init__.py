@@ -1,0 +1,29 @@
+"""The Spark <-> Delta bridge (DESIGN §2) and Arrow access to small state tables.
+
+- `write_dataframe`: executors write the Parquet files (Spark's native writer for local tables,
+  pyarrow in Python tasks otherwise), the driver makes ONE delta-rs commit of all of them carrying an
+  app transaction `(app_id, version)`; a retried batch is a no-op.
+- `read_table`: a DataFrame over the snapshot's file list, partition values from the add actions
+  (Spark's Parquet reader for local tables, a Python DataSource for object stores).
+- `append_arrow` / `read_arrow`: the same commit rules for small Arrow tables, without Spark.
+"""
+
+from ingest.delta._commit import WriteResult
+from ingest.delta._files import DataFile
+from ingest.delta._table import normalize_uri, open_table, require_table
+from ingest.delta.arrow import append_arrow, read_arrow
+from ingest.delta.read import active_files, read_table
+from ingest.delta.write import write_dataframe
+
+__all__ = [
+    "DataFile",
+    "WriteResult",
+    "active_files",
+    "append_arrow",
+    "normalize_uri",
+    "open_table",
+    "read_arrow",
+    "read_table",
+    "require_table",
+    "write_dataframe",
+]

@@ -1,0 +1,158 @@
+"""Delta table -> Spark DataFrame, from the snapshot's file list (never a directory listing: files
+removed from the log stay on disk until vacuumed, and orphans of crashed writes never leave it)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+from deltalake.exceptions import DeltaError
+
+from ingest.delta._table import (
+    first_line,
+    is_local,
+    normalize_uri,
+    require_table,
+    spark_schema_of_delta,
+)
+from ingest.errors import StateError
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+    from pyspark.sql import DataFrame, SparkSession
+
+# Up to this many partition-value combinations, one scan per combination with the values as
+# literals; beyond it, one scan joined to a small (file -> values) table.
+UNION_LIMIT = 64
+_FILE_COL = "__lakeconnect_file"
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9._=-]+/[A-Za-z0-9._-]+")
+
+
+def active_files(
+    dt: DeltaTable, table_uri: str, partition_filters: Any = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """(absolute path, typed partition values) of every file in the snapshot passing the filters."""
+    try:
+        actions = pa.table(dt.get_add_actions(flatten=False))
+        selected = set(dt.file_uris(file_pruning_predicate=partition_filters)) if partition_filters else None
+    except (DeltaError, OSError, ValueError) as e:
+        raise StateError(f"cannot list the files of Delta table at {table_uri}: {first_line(e)}") from e
+    paths = actions.column("path").to_pylist()
+    parts = actions.column("partition").to_pylist() if "partition" in actions.column_names else [None] * len(paths)
+    out = []
+    for path, values in zip(paths, parts):
+        # The log holds URL-encoded paths, relative to the root unless absolute.
+        decoded = unquote(path)
+        full = decoded if "://" in decoded or decoded.startswith("/") else f"{table_uri}/{decoded}"
+        if selected is not None and full not in selected:
+            continue
+        out.append((full, values or {}))
+    return out
+
+
+def read_table(
+    spark: SparkSession,
+    table_uri: str,
+    *,
+    version: int | None = None,
+    columns: Sequence[str] | None = None,
+    partition_filters: Any = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """The table (at `version`, default latest) as a DataFrame with the table's schema.
+
+    `partition_filters` prunes files (delta-rs tuple filters such as `[("partition", "in", [0, 2])]`
+    or a SQL predicate string); filters on data columns prune by file statistics only, so filter rows
+    afterwards too. Local tables are scanned by Spark's Parquet reader; tables on object stores by
+    Python tasks through delta-rs's object store (Spark has no Hadoop object-store jars here).
+    """
+    from pyspark.sql import functions as F
+
+    uri = normalize_uri(table_uri)
+    dt = require_table(uri, storage_options, version)
+    schema = spark_schema_of_delta(dt.schema())
+    names = schema.fieldNames()
+    if columns is not None:
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise StateError(f"Delta table at {uri} has no column(s) {unknown}; its columns are {names}")
+    partition_cols = list(dt.metadata().partition_columns)
+    files = active_files(dt, uri, partition_filters)
+    wanted = list(columns) if columns is not None else names
+    if not files:
+        return spark.createDataFrame([], schema).select(*wanted)
+    if not is_local(uri):
+        return _remote_scan(spark, uri, schema, files, storage_options).select(*[F.col(f"`{c}`") for c in wanted])
+    data_schema = schema.__class__([f for f in schema.fields if f.name not in partition_cols])
+    reader = spark.read.schema(data_schema).option("mergeSchema", "false")
+    if not partition_cols:
+        return reader.parquet(*[p for p, _ in files]).select(*wanted)
+
+    types = {f.name: f.dataType for f in schema.fields}
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for path, values in files:
+        groups[tuple(values.get(c) for c in partition_cols)].append(path)
+    data_cols = [F.col(f"`{f.name}`") for f in data_schema.fields]
+    if len(groups) <= UNION_LIMIT or not _names_unique_and_plain(files):
+        scans = [
+            reader.parquet(*paths).select(
+                *data_cols, *[F.lit(v).cast(types[c]).alias(c) for c, v in zip(partition_cols, key)]
+            )
+            for key, paths in groups.items()
+        ]
+        df = reduce(lambda a, b: a.unionByName(b), scans)
+    else:
+        df = _joined_scan(spark, reader, files, partition_cols, types)
+    return df.select(*[F.col(f"`{c}`") for c in wanted])
+
+
+def _remote_scan(spark, uri, schema, files, storage_options) -> DataFrame:
+    from ingest.delta._source import partition_strings, read_remote_files
+
+    prefix = f"{uri}/"
+    relative = []
+    for path, values in files:
+        if not path.startswith(prefix):
+            raise StateError(f"Delta table at {uri} lists a file outside the table ({path}); cannot read it remotely")
+        relative.append((path[len(prefix):], partition_strings(values)))
+    return read_remote_files(spark, uri, schema, relative, storage_options)
+
+
+def _join_key(path: str) -> str:
+    """A file's parent directory and name: unique in a table (a uuid in the name or the directory)."""
+    return "/".join(path.rsplit("/", 2)[-2:])
+
+
+def _names_unique_and_plain(files: list[tuple[str, dict[str, Any]]]) -> bool:
+    keys = [_join_key(p) for p, _ in files]
+    return len(set(keys)) == len(keys) and all(_PLAIN_KEY.fullmatch(k) for k in keys)
+
+
+def _joined_scan(spark, reader, files, partition_cols, types) -> DataFrame:
+    """One scan of many files, partition values joined on by file from a broadcast table.
+
+    The join key is the file's parent directory and name, which the caller checked are unique and
+    need no escaping: Spark reports paths in its own URI form, so whole paths would not compare.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    scan = reader.parquet(*[p for p, _ in files]).withColumn(
+        _FILE_COL, F.substring_index(F.col("_metadata.file_path"), "/", -2)
+    )
+    rows = [
+        (_join_key(p), *[None if values.get(c) is None else str(values[c]) for c in partition_cols])
+        for p, values in files
+    ]
+    lookup_schema = StructType(
+        [StructField(_FILE_COL, StringType(), False)] + [StructField(c, StringType(), True) for c in partition_cols]
+    )
+    lookup = spark.createDataFrame(rows, lookup_schema).select(
+        _FILE_COL, *[F.col(c).cast(types[c]).alias(c) for c in partition_cols]
+    )
+    return scan.join(F.broadcast(lookup), _FILE_COL, "inner").drop(_FILE_COL)

@@ -1,0 +1,90 @@
+"""Spark DataFrame -> Delta table: executors write Parquet files, the driver makes one commit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ingest.delta._commit import WritePlan, WriteResult, commit_files, partition_kind, plan_write
+from ingest.delta._files import META_DDL, DataFile, write_task
+from ingest.delta._native import write_native
+from ingest.delta._table import arrow_schema_of_spark
+from ingest.errors import StateError
+
+ENGINES = ("auto", "arrow", "spark")
+# Partition values the "spark" engine takes from Spark's directory names: types whose string form
+# there is Delta's own. Timestamps (formatted in the session time zone) go through "arrow".
+_NATIVE_PARTITION_TYPES = ("int", "string", "date", "bool")
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def write_dataframe(
+    df: DataFrame,
+    table_uri: str,
+    *,
+    app_id: str,
+    version: int,
+    partition_by: Sequence[str] = (),
+    mode: str = "append",
+    schema_mode: str | None = "merge",
+    storage_options: Mapping[str, str] | None = None,
+    commit_metadata: Mapping[str, Any] | None = None,
+    expected_version: int | None = None,
+    engine: str = "auto",
+) -> WriteResult | None:
+    """Write `df` to the Delta table at `table_uri` in ONE commit carrying `(app_id, version)`.
+
+    Returns None, writing nothing, when the table already holds that app transaction at `version` or
+    later: a retried batch is a no-op. Creates the table on first write (partitioned by
+    `partition_by`; an existing table keeps its own partitioning). `mode="overwrite"` replaces every
+    file. `schema_mode="merge"` adds new columns; None refuses them; "overwrite" (with
+    mode="overwrite") replaces the schema. A column whose type differs from the table's is a
+    StateError. `expected_version` pins the commit right after that table version (-1: the table
+    must not exist yet); RetriableError otherwise. Only small per-file metadata rows reach the driver; the data never does.
+
+    `engine` picks who writes the Parquet files: "arrow" (pyarrow in Python tasks fed by
+    `mapInArrow`; any table URI), "spark" (Spark's native writer, local tables; statistics from the
+    file footers) or "auto" (spark for local tables unless partitioned by a timestamp, else arrow).
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    plan = plan_write(
+        table_uri,
+        arrow_schema_of_spark(df.schema),
+        partition_by=tuple(partition_by),
+        mode=mode,
+        schema_mode=schema_mode,
+        app_id=app_id,
+        version=version,
+        storage_options=storage_options,
+        expected_version=expected_version,
+    )
+    if plan is None:
+        return None
+    if _pick_engine(engine, plan) == "spark":
+        files = write_native(df, plan)
+    else:
+        rows = df.mapInArrow(partial(write_task, spec=plan.file_spec()), META_DDL).collect()
+        files = [
+            DataFile(r["path"], r["size"], json.loads(r["partition_values"]), r["num_records"], r["stats"])
+            for r in rows
+        ]
+    return commit_files(plan, files, commit_metadata=commit_metadata)
+
+
+def _pick_engine(engine: str, plan: WritePlan) -> str:
+    local = plan.file_spec().local
+    native_ok = all(partition_kind(plan.schema.field(c).type) in _NATIVE_PARTITION_TYPES for c in plan.partition_by)
+    if engine == "spark":
+        if not local:
+            raise StateError(f"engine='spark' writes local tables only; {plan.table_uri} is remote (use 'arrow')")
+        if not native_ok:
+            raise StateError(f"engine='spark' cannot write tables partitioned by {list(plan.partition_by)} (use 'arrow')")
+        return "spark"
+    if engine == "auto":
+        return "spark" if local and native_ok else "arrow"
+    return "arrow"

@@ -1,0 +1,115 @@
+"""The Spark session: one per process, local by default, tuned for Arrow hand-offs to Python.
+
+`get_spark(settings)` takes the worker's `spark.*` settings verbatim (`spark.master` included) over
+local defaults chosen for these jobs: UTC session time, Arrow between the JVM and Python with large
+batches, reused Python workers, a modest shuffle width, no UI. JDBC drivers installed from Debian
+packages (/usr/share/java) are put on the class path when present.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+JAVA_SHARE = "/usr/share/java"
+# Debian's names, with or without a version in the file name.
+JDBC_DRIVER_JARS = ("mariadb-java-client", "postgresql", "sqlite-jdbc")
+
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Fewer, larger Arrow batches: per-batch overhead dominates Python-side writers at 10k rows.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.python.worker.reuse": "true",
+    # Delta stores timestamps as microseconds; Spark's Parquet default (INT96) is not readable as such.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+}
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+
+
+def jdbc_driver_jars(share: str = JAVA_SHARE) -> list[str]:
+    """Paths of the installed JDBC driver jars (each at most once; missing drivers are skipped)."""
+    found: list[str] = []
+    for name in JDBC_DRIVER_JARS:
+        exact = os.path.join(share, f"{name}.jar")
+        if os.path.isfile(exact):
+            found.append(exact)
+            continue
+        versioned = sorted(glob.glob(os.path.join(share, f"{name}-[0-9]*.jar")))
+        if versioned:
+            found.append(versioned[-1])
+    return found
+
+
+def spark_conf(settings: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The effective `spark.*` configuration: local defaults, then `settings`, jars merged."""
+    conf = dict(LOCAL_DEFAULTS)
+    conf["spark.master"] = DEFAULT_MASTER
+    given = {k: str(v) for k, v in (settings or {}).items() if k.startswith("spark.")}
+    conf.update(given)
+    jars = jdbc_driver_jars()
+    extra = [j.strip() for j in given.get("spark.jars", "").split(",") if j.strip()]
+    all_jars = list(dict.fromkeys(jars + extra))
+    if all_jars:
+        conf["spark.jars"] = ",".join(all_jars)
+    else:
+        conf.pop("spark.jars", None)
+    return conf
+
+
+def get_spark(settings: Mapping[str, str] | None = None, app_name: str = "lakeconnect") -> SparkSession:
+    """The process's Spark session, created on first use with `settings` over the local defaults.
+
+    Later calls return the same session whatever their arguments (Spark allows one SparkContext per
+    process, and its static settings — master, jars, memory — are fixed when it starts).
+    """
+    global _session
+    from pyspark.sql import SparkSession
+
+    with _lock:
+        if _session is not None and _alive(_session):
+            return _session
+        active = SparkSession.getActiveSession()
+        if active is not None:  # started by someone else (a notebook, a test harness): use it
+            _session = active
+            return active
+        # Python workers must run this interpreter (the venv), not whatever `python3` is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = SparkSession.builder.appName(app_name)
+        for key, value in spark_conf(settings).items():
+            builder = builder.config(key, value)
+        _session = builder.getOrCreate()
+        _session.sparkContext.setLogLevel("WARN")
+        return _session
+
+
+def _alive(session: SparkSession) -> bool:
+    sc = session.sparkContext
+    return getattr(sc, "_jsc", None) is not None
+
+
+def stop_spark() -> None:
+    """Stop the process's Spark session, if one is running."""
+    global _session
+    from pyspark.sql import SparkSession
+
+    with _lock:
+        session = _session or SparkSession.getActiveSession()
+        _session = None
+        if session is not None:
+            session.stop()

@@ -1,0 +1,33 @@
+"""Topics as Delta tables (DESIGN §3): Kafka's partitioning and offsets, and a schema registry."""
+
+from ingest.topics.murmur2 import murmur2, murmur2_array, partition_column, partition_for_key, partitions_for_keys, to_positive
+from ingest.topics.schemas import RegisteredSchema, SchemaRegistry
+from ingest.topics.table import (
+    TOPIC_COLUMNS,
+    TOPIC_SCHEMA,
+    AppendResult,
+    PartitionAppend,
+    TopicDescription,
+    TopicTable,
+    list_topics,
+    validate_topic_name,
+)
+
+__all__ = [
+    "TOPIC_COLUMNS",
+    "TOPIC_SCHEMA",
+    "AppendResult",
+    "PartitionAppend",
+    "RegisteredSchema",
+    "SchemaRegistry",
+    "TopicDescription",
+    "TopicTable",
+    "list_topics",
+    "murmur2",
+    "murmur2_array",
+    "partition_column",
+    "partition_for_key",
+    "partitions_for_keys",
+    "to_positive",
+    "validate_topic_name",
+]

@@ -1,0 +1,129 @@
+"""A schema registry in the lake: the Delta table `<lake_root>/_schemas`.
+
+Confluent's model: a schema gets one global id, the same wherever it is registered; each subject
+keeps versions 1, 2, ... of the schemas registered under it. Registering a schema again (same
+canonical JSON) under the same subject returns its id and adds nothing. Schemas are JSON text here
+(`ConnectSchema.to_json()` or any JSON), compared by a fingerprint of their canonical form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.delta import append_arrow, read_arrow
+from ingest.delta._table import normalize_uri, open_table
+from ingest.errors import DataError, RetriableError, StateError
+from ingest.topics._lock import lake_lock
+
+SCHEMAS_TABLE = "_schemas"
+REGISTRY_SCHEMA = pa.schema(
+    [
+        ("id", pa.int32()),
+        ("subject", pa.string()),
+        ("version", pa.int32()),
+        ("fingerprint", pa.string()),
+        ("schema", pa.string()),
+    ]
+)
+REGISTER_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class RegisteredSchema:
+    id: int
+    subject: str
+    version: int
+    schema: str
+
+
+def fingerprint(schema_json: str) -> str:
+    """sha256 of the schema's canonical JSON (sorted keys, no whitespace)."""
+    try:
+        canonical = json.dumps(json.loads(schema_json), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise DataError(f"schema is not valid JSON: {e}") from e
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class SchemaRegistry:
+    def __init__(self, lake_root: str, storage_options: Mapping[str, str] | None = None):
+        self.lake_root = normalize_uri(lake_root)
+        self.uri = f"{self.lake_root}/{SCHEMAS_TABLE}"
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._by_id: dict[int, str] = {}  # ids never change meaning: safe to cache
+
+    def _rows(self) -> tuple[pa.Table, int | None]:
+        dt = open_table(self.uri, self.storage_options)
+        if dt is None:
+            return REGISTRY_SCHEMA.empty_table(), None
+        version = dt.version()
+        table = read_arrow(self.uri, version=version, storage_options=self.storage_options)
+        return table, version
+
+    def register(self, subject: str, schema_json: str) -> int:
+        """The global id of `schema_json`, registering it under `subject` if it is new there."""
+        if not subject:
+            raise ValueError("subject must be a non-empty string")
+        fp = fingerprint(schema_json)
+        for _ in range(REGISTER_ATTEMPTS):
+            with lake_lock(self.lake_root, "schemas"):
+                rows, table_version = self._rows()
+                same = rows.filter(pc.equal(rows.column("fingerprint"), fp))
+                mine = same.filter(pc.equal(same.column("subject"), subject))
+                if mine.num_rows:
+                    return int(mine.column("id")[0].as_py())
+                if same.num_rows:
+                    schema_id = int(same.column("id")[0].as_py())
+                else:
+                    schema_id = int(pc.max(rows.column("id")).as_py() or 0) + 1 if rows.num_rows else 1
+                versions = rows.filter(pc.equal(rows.column("subject"), subject)).column("version")
+                version = int(pc.max(versions).as_py() or 0) + 1 if len(versions) else 1
+                row = pa.table(
+                    {
+                        "id": pa.array([schema_id], pa.int32()),
+                        "subject": [subject],
+                        "version": pa.array([version], pa.int32()),
+                        "fingerprint": [fp],
+                        "schema": [schema_json],
+                    },
+                    schema=REGISTRY_SCHEMA,
+                )
+                try:
+                    append_arrow(self.uri, row, storage_options=self.storage_options, expected_version=-1 if table_version is None else table_version)
+                except RetriableError:
+                    continue  # another registration won the race (remote lakes): look again
+                self._by_id[schema_id] = schema_json
+                return schema_id
+        raise RetriableError(f"could not register a schema under {subject!r} in {self.uri}: too many concurrent registrations")
+
+    def get(self, schema_id: int) -> str:
+        """The schema JSON with `schema_id`; StateError if no such id."""
+        cached = self._by_id.get(schema_id)
+        if cached is not None:
+            return cached
+        rows, _ = self._rows()
+        hit = rows.filter(pc.equal(rows.column("id"), schema_id))
+        if not hit.num_rows:
+            raise StateError(f"no schema with id {schema_id} in the registry at {self.uri}")
+        self._by_id[schema_id] = hit.column("schema")[0].as_py()
+        return self._by_id[schema_id]
+
+    def latest(self, subject: str) -> RegisteredSchema | None:
+        """The latest version registered under `subject`, or None."""
+        rows, _ = self._rows()
+        mine = rows.filter(pc.equal(rows.column("subject"), subject))
+        if not mine.num_rows:
+            return None
+        top = mine.sort_by([("version", "descending")]).slice(0, 1).to_pylist()[0]
+        return RegisteredSchema(top["id"], top["subject"], top["version"], top["schema"])
+
+    def versions(self, subject: str) -> list[RegisteredSchema]:
+        rows, _ = self._rows()
+        mine = rows.filter(pc.equal(rows.column("subject"), subject)).sort_by("version")
+        return [RegisteredSchema(r["id"], r["subject"], r["version"], r["schema"]) for r in mine.to_pylist()]

@@ -1,0 +1,454 @@
+"""A topic is a Delta table `<lake_root>/topics/<name>`, partitioned by `partition`, with Kafka's
+record fields and dense, gap-free offsets from 0 in every partition.
+
+The topic's own metadata (partition count, configs) lives in the table's Delta metadata, written by
+the same commit that creates the table, so a topic never exists without it. delta-rs 1.6 refuses
+custom keys in a new table's `configuration` ("Error parsing property"), so the metadata is the
+table description, as JSON: `{"lakeconnect.topic": {"partitions": 3, "configs": {...}}}`.
+
+Appends assign partitions as Kafka's producer does (explicit partition, else murmur2 of the key
+bytes, else round-robin) and offsets from each partition's end offset, which comes from the add
+actions' statistics (max `offset` per file), not from the data. The end offsets read and the commit
+are one critical section: a `flock` on a local lake, and always a commit pinned to the very next
+table version, so two writers can never hand out the same offsets. Remote lakes get the pin only (a
+losing writer gets RetriableError); keeping writers apart there is the runner's lease's job.
+"""
+
+from __future__ import annotations
+
+import datetime as dt_
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+
+from ingest.delta import read_table, write_dataframe
+from ingest.delta._table import first_line, is_local, normalize_uri, open_table, transaction_version
+from ingest.errors import ConfigError, DataError, StateError
+from ingest.topics._lock import lake_lock
+from ingest.topics.murmur2 import partition_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+TOPICS_DIR = "topics"
+META_KEY = "lakeconnect.topic"
+LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_NAME_LENGTH = 249
+CREATE_TIME = "CreateTime"
+LOG_APPEND_TIME = "LogAppendTime"
+TIMESTAMP_TYPE_CONFIG = "message.timestamp.type"
+
+PARTITION, OFFSET, TIMESTAMP, TIMESTAMP_TYPE = "partition", "offset", "timestamp", "timestamp_type"
+KEY, VALUE, HEADERS, KEY_SCHEMA_ID, VALUE_SCHEMA_ID = "key", "value", "headers", "key_schema_id", "value_schema_id"
+SEQ = "seq"
+TOPIC_COLUMNS = (PARTITION, OFFSET, TIMESTAMP, TIMESTAMP_TYPE, KEY, VALUE, HEADERS, KEY_SCHEMA_ID, VALUE_SCHEMA_ID)
+HEADERS_DDL = "array<struct<key:string,value:binary>>"
+HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
+TOPIC_SCHEMA = pa.schema(
+    [
+        (PARTITION, pa.int32()),
+        (OFFSET, pa.int64()),
+        (TIMESTAMP, pa.timestamp("us", tz="UTC")),
+        (TIMESTAMP_TYPE, pa.string()),
+        (KEY, pa.binary()),
+        (VALUE, pa.binary()),
+        (HEADERS, pa.list_(pa.field("element", HEADER_TYPE))),
+        (KEY_SCHEMA_ID, pa.int32()),
+        (VALUE_SCHEMA_ID, pa.int32()),
+    ]
+)
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules: 1..249 characters of [a-zA-Z0-9._-], and not '.' or '..'."""
+    problem = None
+    if not name:
+        problem = "is empty"
+    elif name in (".", ".."):
+        problem = "cannot be '.' or '..'"
+    elif len(name) > MAX_NAME_LENGTH:
+        problem = f"is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}"
+    elif not LEGAL_NAME.fullmatch(name):
+        problem = "may only contain ASCII letters, digits, '.', '_' and '-'"
+    if problem:
+        raise ConfigError(f"topic name {name!r} {problem}")
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    partitions: int
+    configs: dict[str, str]
+    end_offsets: dict[int, int]
+    start_offsets: dict[int, int]
+    created: dt_.datetime | None = None
+    table_version: int = 0
+
+
+@dataclass(frozen=True)
+class PartitionAppend:
+    """Offsets [first, last] (inclusive) of the `count` records appended to one partition."""
+
+    first: int
+    last: int
+    count: int
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    topic: str
+    table_version: int
+    partitions: dict[int, PartitionAppend] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return sum(p.count for p in self.partitions.values())
+
+    @property
+    def end_offsets(self) -> dict[int, int]:
+        """The next offset of each partition written to."""
+        return {p: r.last + 1 for p, r in self.partitions.items()}
+
+
+def list_topics(lake_root: str) -> list[str]:
+    """Names of the topics in the lake (directories under `topics/` holding a Delta log)."""
+    root = normalize_uri(lake_root)
+    if not is_local(root):
+        raise StateError(f"listing topics of the remote lake {root} is not supported yet")
+    base = os.path.join(root, TOPICS_DIR)
+    if not os.path.isdir(base):
+        return []
+    return sorted(n for n in os.listdir(base) if os.path.isdir(os.path.join(base, n, "_delta_log")))
+
+
+class TopicTable:
+    """One topic of the lake. Cheap to construct: nothing is read until asked."""
+
+    def __init__(
+        self,
+        lake_root: str,
+        name: str,
+        storage_options: Mapping[str, str] | None = None,
+        spark: SparkSession | None = None,
+    ):
+        validate_topic_name(name)
+        self.lake_root = normalize_uri(lake_root)
+        self.name = name
+        self.uri = f"{self.lake_root}/{TOPICS_DIR}/{name}"
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._spark = spark
+
+    def __repr__(self) -> str:
+        return f"TopicTable({self.uri!r})"
+
+    # --- metadata --------------------------------------------------------------------------------
+
+    def _lock(self):
+        return lake_lock(self.lake_root, f"topic-{self.name}")
+
+    def _open(self) -> DeltaTable | None:
+        return open_table(self.uri, self.storage_options)
+
+    def _require(self) -> DeltaTable:
+        dt = self._open()
+        if dt is None:
+            raise StateError(
+                f"topic '{self.name}' does not exist (no table at {self.uri}); create it first "
+                "(`TopicTable.create`) or enable topic auto-creation."
+            )
+        return dt
+
+    def _meta(self, dt: DeltaTable) -> dict[str, Any]:
+        try:
+            meta = json.loads(dt.metadata().description or "")[META_KEY]
+            partitions = int(meta["partitions"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise StateError(
+                f"Delta table at {self.uri} is not a lakeconnect topic: its description holds no "
+                f"{META_KEY!r} metadata ({e}). Move it away or pick another topic name."
+            ) from e
+        return {"partitions": partitions, "configs": dict(meta.get("configs") or {})}
+
+    def exists(self) -> bool:
+        dt = self._open()
+        if dt is None:
+            return False
+        self._meta(dt)
+        return True
+
+    def create(
+        self, partitions: int, configs: Mapping[str, Any] | None = None, *, if_not_exists: bool = False
+    ) -> TopicDescription:
+        """Create the topic with `partitions` partitions. An existing topic is a StateError, or, with
+        `if_not_exists`, left as it is (whatever its partition count, as Kafka's --if-not-exists)."""
+        if not isinstance(partitions, int) or partitions < 1:
+            raise ConfigError(f"topic '{self.name}': partitions must be a positive integer, not {partitions!r}")
+        configs = {str(k): str(v) for k, v in (configs or {}).items()}
+        ts_type = configs.get(TIMESTAMP_TYPE_CONFIG, CREATE_TIME)
+        if ts_type not in (CREATE_TIME, LOG_APPEND_TIME):
+            raise ConfigError(f"topic '{self.name}': {TIMESTAMP_TYPE_CONFIG} must be CreateTime or LogAppendTime")
+        with self._lock():
+            if self._open() is None:
+                description = json.dumps({META_KEY: {"partitions": partitions, "configs": configs}}, sort_keys=True)
+                try:
+                    DeltaTable.create(
+                        self.uri,
+                        TOPIC_SCHEMA,
+                        mode="error",
+                        partition_by=[PARTITION],
+                        name=self.name,
+                        description=description,
+                        storage_options=self.storage_options,
+                    )
+                    return self.describe()
+                except DeltaError as e:
+                    if "already exists" not in str(e):
+                        raise StateError(f"cannot create topic '{self.name}' at {self.uri}: {first_line(e)}") from e
+            if not if_not_exists:
+                existing = self.describe().partitions
+                raise StateError(f"topic '{self.name}' already exists with {existing} partitions (asked for "
+                                 f"{partitions}); its partition count cannot change: pick another name, or use "
+                                 "--if-not-exists to keep the existing topic")
+            return self.describe()
+
+    def describe(self) -> TopicDescription:
+        dt = self._require()
+        meta = self._meta(dt)
+        start, end = self._offsets(dt, meta["partitions"])
+        created = dt.metadata().created_time
+        return TopicDescription(
+            name=self.name,
+            partitions=meta["partitions"],
+            configs=meta["configs"],
+            end_offsets=end,
+            start_offsets=start,
+            created=dt_.datetime.fromtimestamp(created / 1000, dt_.timezone.utc) if created else None,
+            table_version=dt.version(),
+        )
+
+    def end_offsets(self) -> dict[int, int]:
+        dt = self._require()
+        return self._offsets(dt, self._meta(dt)["partitions"])[1]
+
+    def _offsets(self, dt: DeltaTable, partitions: int) -> tuple[dict[int, int], dict[int, int]]:
+        """(start, end) offsets per partition from the add actions' statistics; files without
+        statistics (written by other tools) have their offset column read instead."""
+        lo: dict[int, int] = {}
+        hi: dict[int, int] = {}
+        try:
+            acts = pa.table(dt.get_add_actions(flatten=True))
+        except (DeltaError, OSError) as e:
+            raise StateError(f"cannot list the files of topic '{self.name}': {first_line(e)}") from e
+        if acts.num_rows:
+            cols = acts.column_names
+            parts = acts.column(f"partition.{PARTITION}").to_pylist()
+            mins = acts.column(f"min.{OFFSET}").to_pylist() if f"min.{OFFSET}" in cols else [None] * acts.num_rows
+            maxs = acts.column(f"max.{OFFSET}").to_pylist() if f"max.{OFFSET}" in cols else [None] * acts.num_rows
+            counts = acts.column("num_records").to_pylist()
+            paths = acts.column("path").to_pylist()
+            for p, a, b, n, path in zip(parts, mins, maxs, counts, paths):
+                if n == 0:
+                    continue
+                if a is None or b is None:
+                    a, b = self._file_offsets(path)
+                    if a is None:
+                        continue
+                lo[p] = min(lo.get(p, a), a)
+                hi[p] = max(hi.get(p, b), b)
+        end = {p: hi.get(p, -1) + 1 for p in range(partitions)}
+        start = {p: lo.get(p, end[p]) for p in range(partitions)}
+        return start, end
+
+    def _file_offsets(self, path: str) -> tuple[int | None, int | None]:
+        from urllib.parse import unquote
+
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        if not is_local(self.uri):
+            raise StateError(f"topic '{self.name}' has a data file without statistics ({path}); cannot read its offsets remotely")
+        col = pq.read_table(f"{self.uri}/{unquote(path)}", columns=[OFFSET]).column(OFFSET)
+        if len(col) == col.null_count:
+            return None, None
+        mm = pc.min_max(col)
+        return mm["min"].as_py(), mm["max"].as_py()
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    def append(
+        self,
+        df: DataFrame,
+        *,
+        app_id: str,
+        version: int,
+        partitions: int | None = None,
+        auto_create: bool = False,
+        configs: Mapping[str, Any] | None = None,
+    ) -> AppendResult | None:
+        """Append records in ONE commit carrying `(app_id, version)`; None if already committed.
+
+        `df` has `key`, `value` (binary, or string as UTF-8), `seq` (long: the order offsets follow
+        within a partition; unique per record) and optionally `partition` (int; null = let the topic
+        choose), `headers`, `timestamp` (null = now), `key_schema_id`, `value_schema_id`. A partition
+        chosen by the topic is murmur2(key) for keyed records, else `(seq + version) % partitions`
+        (round-robin, deterministic, so a retried batch lands where the first try did).
+        `partitions`, when given, must match the topic's; with `auto_create` a missing topic is
+        created with that many (default 1) and `configs`.
+        """
+        if auto_create:
+            self.create(partitions or 1, configs, if_not_exists=True)
+        with self._lock():
+            dt = self._require()
+            meta = self._meta(dt)
+            n = meta["partitions"]
+            if partitions is not None and partitions != n:
+                raise StateError(
+                    f"topic '{self.name}' has {n} partitions; this writer expects {partitions}. Partition "
+                    "counts of existing topics do not change: use the topic's count or another topic."
+                )
+            committed = transaction_version(dt, app_id)
+            if committed is not None and committed >= version:
+                return None
+            _, base = self._offsets(dt, n)
+            ts_type = meta["configs"].get(TIMESTAMP_TYPE_CONFIG, CREATE_TIME)
+            records = self._assign(df, n, base, version, ts_type)
+            read_version = dt.version()
+            try:
+                result = write_dataframe(
+                    records,
+                    self.uri,
+                    app_id=app_id,
+                    version=version,
+                    schema_mode=None,
+                    storage_options=self.storage_options,
+                    expected_version=read_version,
+                    commit_metadata={"lakeconnect.topic": self.name},
+                )
+            except (PySparkException, Py4JError) as e:  # Spark wraps the out-of-range error of a task
+                if f"topic '{self.name}' has {n} partitions" in str(e):
+                    msg = next(line for line in str(e).splitlines() if f"topic '{self.name}' has" in line)
+                    raise DataError(msg[msg.index("topic '"):].split(" SQLSTATE")[0]) from e
+                raise
+        if result is None:
+            return None
+        return self._result(result, base)
+
+    def _assign(self, df: DataFrame, n: int, base: dict[int, int], version: int, ts_type: str) -> DataFrame:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import BinaryType, NullType, StringType
+
+        types = {f.name: f.dataType for f in df.schema.fields}
+        if SEQ not in types:
+            raise ValueError(f"records for topic '{self.name}' need a `seq` column (their order); columns: {df.columns}")
+        for col in (KEY, VALUE):
+            t = types.get(col)
+            if t is not None and not isinstance(t, (BinaryType, StringType, NullType)):
+                raise DataError(
+                    f"records for topic '{self.name}': column `{col}` is {t.simpleString()}, not bytes; "
+                    f"serialise it with the {col} converter first"
+                )
+
+        def opt(col: str, ddl: str):
+            return F.col(col).cast(ddl) if col in types else F.lit(None).cast(ddl)
+
+        key, part = opt(KEY, "binary"), opt(PARTITION, "int")
+        bad = F.raise_error(
+            F.concat(
+                F.lit(f"topic '{self.name}' has {n} partitions; record partition "),
+                part.cast("string"),
+                F.lit(f" is outside [0, {n})"),
+            )
+        )
+        chosen = (
+            F.when(part.isNotNull(), F.when((part < 0) | (part >= n), bad).otherwise(part))
+            .when(key.isNotNull(), partition_column(key, n))
+            .otherwise(F.pmod(F.col(SEQ).cast("long") + F.lit(version), F.lit(n)).cast("int"))
+        )
+        now = F.current_timestamp()
+        ts = now if ts_type == LOG_APPEND_TIME else F.coalesce(opt(TIMESTAMP, "timestamp"), now)
+        headers = (
+            F.coalesce(F.col(HEADERS).cast(HEADERS_DDL), F.array().cast(HEADERS_DDL))
+            if HEADERS in types
+            else F.array().cast(HEADERS_DDL)
+        )
+        staged = df.select(
+            chosen.alias(PARTITION),
+            F.col(SEQ).cast("long").alias(SEQ),
+            F.date_trunc("millisecond", ts).alias(TIMESTAMP),  # Kafka timestamps are milliseconds
+            F.lit(ts_type).alias(TIMESTAMP_TYPE),
+            key.alias(KEY),
+            opt(VALUE, "binary").alias(VALUE),
+            headers.alias(HEADERS),
+            opt(KEY_SCHEMA_ID, "int").alias(KEY_SCHEMA_ID),
+            opt(VALUE_SCHEMA_ID, "int").alias(VALUE_SCHEMA_ID),
+        )
+        bases = F.array(*[F.lit(base[p]).cast("long") for p in range(n)])
+        position = F.row_number().over(Window.partitionBy(PARTITION).orderBy(SEQ))
+        offset = F.element_at(bases, F.col(PARTITION) + 1) + position - 1
+        return staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS)
+
+    def _result(self, result, base: dict[int, int]) -> AppendResult:
+        """Per-partition offsets from the written files' statistics (no pass over the data)."""
+        acc: dict[int, list[int]] = {}
+        for f in result.files:
+            p = int(f.partition_values[PARTITION])
+            stats = f.stats_dict
+            lo, hi = stats["minValues"][OFFSET], stats["maxValues"][OFFSET]
+            a = acc.setdefault(p, [lo, hi, 0])
+            a[0], a[1], a[2] = min(a[0], lo), max(a[1], hi), a[2] + f.num_records
+        parts = {}
+        for p, (lo, hi, count) in sorted(acc.items()):
+            if lo != base[p] or hi - lo + 1 != count:  # never expected: offsets must be dense
+                raise StateError(
+                    f"topic '{self.name}' partition {p}: appended offsets {lo}..{hi} ({count} records) are "
+                    f"not dense from the end offset {base[p]}; is `seq` unique?"
+                )
+            parts[p] = PartitionAppend(lo, hi, count)
+        return AppendResult(self.name, result.version, parts)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def read(
+        self, ranges: Mapping[int, tuple[int, int]] | None = None, *, spark: SparkSession | None = None
+    ) -> DataFrame:
+        """Records of offsets [start, end) per partition (None = the whole topic), with a `topic`
+        column first. Files outside the ranges are pruned by partition and offset statistics."""
+        from pyspark.sql import functions as F
+
+        from ingest.spark import get_spark
+
+        spark = spark or self._spark or get_spark()
+        dt = self._require()
+        n = self._meta(dt)["partitions"]
+        if ranges is None:
+            df = read_table(spark, self.uri, version=dt.version(), storage_options=self.storage_options)
+        else:
+            wanted = {int(p): (int(s), int(e)) for p, (s, e) in ranges.items() if e > s}
+            outside = [p for p in wanted if not 0 <= p < n]
+            if outside:
+                raise StateError(f"topic '{self.name}' has {n} partitions; cannot read partition(s) {outside}")
+            if not wanted:
+                df = read_table(spark, self.uri, version=dt.version(), storage_options=self.storage_options).limit(0)
+            else:
+                sql = " OR ".join(
+                    f'("{PARTITION}" = {p} AND "{OFFSET}" >= {s} AND "{OFFSET}" < {e})' for p, (s, e) in wanted.items()
+                )
+                df = read_table(
+                    spark, self.uri, version=dt.version(), partition_filters=sql, storage_options=self.storage_options
+                )
+                cond = None
+                for p, (s, e) in wanted.items():
+                    c = (F.col(PARTITION) == p) & (F.col(OFFSET) >= s) & (F.col(OFFSET) < e)
+                    cond = c if cond is None else cond | c
+                df = df.where(cond)
+        return df.select(F.lit(self.name).alias("topic"), *TOPIC_COLUMNS)

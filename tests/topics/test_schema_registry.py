@@ -1,0 +1,65 @@
+"""The lake's schema registry: global ids, per-subject versions, idempotent registration."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from deltalake import DeltaTable
+
+from ingest.errors import DataError, StateError
+from ingest.topics import SchemaRegistry
+
+INT = '{"type": "int32", "optional": false}'
+INT_REFORMATTED = '{"optional":false,"type":"int32"}'
+STR = '{"type": "string", "optional": true}'
+
+
+def test_register_is_idempotent_and_ids_are_global(tmp_path):
+    reg = SchemaRegistry(str(tmp_path))
+    assert reg.latest("orders-value") is None
+    a = reg.register("orders-value", INT)
+    assert a == 1
+    assert reg.register("orders-value", INT) == a
+    assert reg.register("orders-value", INT_REFORMATTED) == a  # same canonical JSON
+    assert reg.register("customers-value", INT) == a  # same schema, same id, another subject
+    b = reg.register("orders-value", STR)
+    assert b == 2
+    assert DeltaTable(str(tmp_path / "_schemas")).version() == 2  # 3 rows, one commit each
+    fresh = SchemaRegistry(str(tmp_path))
+    assert fresh.get(a) == INT and fresh.get(b) == STR
+    latest = fresh.latest("orders-value")
+    assert (latest.id, latest.version, latest.schema) == (2, 2, STR)
+    assert [(s.id, s.version) for s in fresh.versions("orders-value")] == [(1, 1), (2, 2)]
+    assert [(s.id, s.version) for s in fresh.versions("customers-value")] == [(1, 1)]
+
+
+def test_unknown_id_and_bad_json(tmp_path):
+    reg = SchemaRegistry(str(tmp_path))
+    with pytest.raises(StateError, match="no schema with id 4"):
+        reg.get(4)
+    with pytest.raises(DataError, match="not valid JSON"):
+        reg.register("s", "{nope")
+
+
+def test_concurrent_registration(tmp_path):
+    ids, errors = [], []
+
+    def register(schema):
+        try:
+            ids.append((schema, SchemaRegistry(str(tmp_path)).register("s", schema)))
+        except Exception as e:  # collected and asserted on below
+            errors.append(e)
+
+    schemas = [f'{{"type": "struct", "n": {i % 3}}}' for i in range(9)]
+    threads = [threading.Thread(target=register, args=(s,)) for s in schemas]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    by_schema = {}
+    for schema, i in ids:
+        by_schema.setdefault(schema, set()).add(i)
+    assert all(len(v) == 1 for v in by_schema.values())
+    assert sorted(next(iter(v)) for v in by_schema.values()) == [1, 2, 3]

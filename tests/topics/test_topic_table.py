@@ -1,0 +1,224 @@
+"""Topics as Delta tables: creation, partitioning, dense offsets, idempotent appends, reads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from deltalake import DeltaTable
+
+from ingest.errors import ConfigError, DataError, StateError
+from ingest.topics import TopicTable, list_topics, partition_for_key
+
+
+def _records(spark, n, start=0, keyed=True, partition=None):
+    key = "cast(concat('key-', cast(id % 17 as string)) as binary)" if keyed else "cast(null as binary)"
+    part = "cast(null as int)" if partition is None else f"cast({partition} as int)"
+    return spark.range(start, start + n, 1, 3).selectExpr(
+        f"{key} as key",
+        "cast(concat('value-', cast(id as string)) as binary) as value",
+        "id as seq",
+        f"{part} as partition",
+        "cast(null as timestamp) as timestamp",
+    )
+
+
+def _all(topic):
+    return topic.read().orderBy("partition", "offset").collect()
+
+
+def test_create_describe_exists(tmp_path):
+    t = TopicTable(str(tmp_path), "orders")
+    assert not t.exists()
+    d = t.create(3, {"cleanup.policy": "compact", "retention.ms": 1000})
+    assert (d.name, d.partitions) == ("orders", 3)
+    assert d.configs == {"cleanup.policy": "compact", "retention.ms": "1000"}
+    assert d.end_offsets == {0: 0, 1: 0, 2: 0} and d.start_offsets == {0: 0, 1: 0, 2: 0}
+    assert t.exists() and DeltaTable(t.uri).metadata().partition_columns == ["partition"]
+    assert DeltaTable(t.uri).version() == 0  # metadata and table in one commit
+    with pytest.raises(StateError, match="already exists"):
+        t.create(3)
+    assert t.create(5, if_not_exists=True).partitions == 3  # as Kafka's --if-not-exists
+    TopicTable(str(tmp_path), "b.c_d-1").create(1)
+    assert list_topics(str(tmp_path)) == ["b.c_d-1", "orders"]
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "spaces no", "x" * 250, "ünï"])
+def test_illegal_names(tmp_path, name):
+    with pytest.raises(ConfigError, match="topic name"):
+        TopicTable(str(tmp_path), name)
+
+
+def test_missing_topic_and_partition_count_mismatch(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "orders")
+    with pytest.raises(StateError, match="topic 'orders' does not exist"):
+        t.append(_records(spark, 3), app_id="c", version=1)
+    t.create(3)
+    with pytest.raises(StateError, match="topic 'orders' has 3 partitions; this writer expects 2"):
+        t.append(_records(spark, 3), app_id="c", version=1, partitions=2)
+    with pytest.raises(DataError, match=r"topic 'orders' has 3 partitions; record partition 5 is outside \[0, 3\)"):
+        t.append(_records(spark, 3, partition=5), app_id="c", version=1)
+    assert DeltaTable(t.uri).version() == 0  # nothing committed
+    with pytest.raises(DataError, match="not bytes"):
+        t.append(spark.range(2).selectExpr("named_struct('a', id) as key", "id as seq"), app_id="c", version=1)
+
+
+def test_auto_create(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "auto")
+    r = t.append(_records(spark, 10), app_id="c", version=1, auto_create=True, partitions=2)
+    assert t.describe().partitions == 2 and r.count == 10
+
+
+def test_keyed_records_land_in_murmur2_partitions(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "keyed")
+    t.create(6)
+    t.append(_records(spark, 300), app_id="c", version=1)
+    rows = _all(t)
+    assert len(rows) == 300
+    assert {r.partition for r in rows} == set(range(6))
+    for r in rows:
+        assert r.partition == partition_for_key(bytes(r.key), 6)
+
+
+def test_dense_offsets_in_seq_order_across_appends(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "dense")
+    t.create(4)
+    results = [
+        t.append(_records(spark, 120, start=0), app_id="c", version=1),
+        t.append(_records(spark, 7, start=1000, keyed=False), app_id="c", version=2),
+        t.append(_records(spark, 50, start=2000, partition=2), app_id="c", version=3),
+        t.append(_records(spark, 33, start=3000), app_id="c", version=4),
+    ]
+    rows = _all(t)
+    assert len(rows) == 210 == sum(r.count for r in results)
+    by_partition: dict[int, list] = {}
+    for r in rows:
+        by_partition.setdefault(r.partition, []).append(r)
+    ends = t.describe().end_offsets
+    for p, prs in by_partition.items():
+        assert [r.offset for r in prs] == list(range(len(prs)))  # dense, gap-free from 0
+        seqs = [int(r.value.decode().split("-")[1]) for r in prs]
+        assert seqs == sorted(seqs)  # offsets follow seq
+        assert ends[p] == len(prs)
+    # each append reports its own dense ranges, continuing from the previous end
+    assert results[2].partitions[2].count == 50 and set(results[2].partitions) == {2}
+    assert results[2].partitions[2].first == results[1].partitions.get(2, results[0].partitions[2]).last + 1
+    # unkeyed records without a partition go round-robin: (seq + version) % partitions
+    unkeyed = [r for r in rows if r.key is None]
+    assert sorted((int(r.value.decode().split("-")[1]) + 2) % 4 == r.partition for r in unkeyed) == [True] * 7
+
+
+def test_idempotent_append(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "idem")
+    t.create(2)
+    first = t.append(_records(spark, 40), app_id="c", version=9)
+    assert first is not None and first.count == 40 and first.table_version == 1
+    assert t.append(_records(spark, 40), app_id="c", version=9) is None
+    assert t.append(_records(spark, 40), app_id="c", version=8) is None
+    assert len(_all(t)) == 40 and DeltaTable(t.uri).version() == 1
+    assert first.end_offsets == t.describe().end_offsets == {p: r.last + 1 for p, r in first.partitions.items()}
+
+
+def test_read_ranges(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "ranges")
+    t.create(2)
+    t.append(_records(spark, 20, partition=0), app_id="c", version=1)
+    t.append(_records(spark, 20, start=100, partition=1), app_id="c", version=2)
+    t.append(_records(spark, 20, start=200, partition=0), app_id="c", version=3)
+    got = sorted((r.partition, r.offset) for r in t.read({0: (15, 25), 1: (0, 3)}).collect())
+    assert got == [(0, o) for o in range(15, 25)] + [(1, 0), (1, 1), (1, 2)]
+    assert t.read({0: (5, 5)}).count() == 0
+    assert t.read({}).count() == 0
+    df = t.read({1: (19, 100)})
+    assert df.columns[0] == "topic" and [(r.topic, r.offset) for r in df.collect()] == [("ranges", 19)]
+    with pytest.raises(StateError, match="has 2 partitions"):
+        t.read({2: (0, 1)})
+
+
+def test_headers_timestamps_and_schema_ids(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "rich")
+    t.create(1)
+    df = spark.sql(
+        "select cast('k' as binary) key, cast(null as binary) value, 0L seq, "
+        "array(named_struct('key', 'h', 'value', 'v')) headers, "
+        "timestamp'2024-01-02 03:04:05.678901' timestamp, 7 value_schema_id"
+    )
+    t.append(df, app_id="c", version=1)
+    (r,) = _all(t)
+    assert r.value is None  # a tombstone
+    assert [(h.key, bytes(h.value)) for h in r.headers] == [("h", b"v")]
+    assert str(r.timestamp) == "2024-01-02 03:04:05.678000"  # Kafka timestamps are milliseconds
+    assert r.timestamp_type == "CreateTime" and r.value_schema_id == 7 and r.key_schema_id is None
+
+
+def test_log_append_time(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "lat")
+    t.create(1, {"message.timestamp.type": "LogAppendTime"})
+    t.append(_records(spark, 2), app_id="c", version=1)
+    assert {r.timestamp_type for r in _all(t)} == {"LogAppendTime"}
+
+
+def test_concurrent_appends_never_share_offsets(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "busy")
+    t.create(2)
+    errors = []
+
+    def writer(app):
+        try:
+            for v in range(1, 4):
+                TopicTable(str(tmp_path), "busy").append(_records(spark, 15, start=app * 1000 + v * 100), app_id=f"w{app}", version=v)
+        except Exception as e:  # collected and asserted on below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    rows = _all(t)
+    assert len(rows) == 90
+    for p in (0, 1):
+        offsets = [r.offset for r in rows if r.partition == p]
+        assert offsets == list(range(len(offsets)))
+
+
+def test_empty_append_commits_and_advances_the_transaction(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "quiet")
+    t.create(2)
+    r = t.append(_records(spark, 0), app_id="c", version=1)
+    assert r is not None and r.count == 0 and r.partitions == {}
+    assert DeltaTable(t.uri).transaction_version("c") == 1
+    assert t.describe().end_offsets == {0: 0, 1: 0}
+
+
+def test_end_offsets_of_files_without_statistics(spark, tmp_path):
+    import os
+    import time as _time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake.transaction import AddAction
+
+    from ingest.topics import TOPIC_SCHEMA
+
+    t = TopicTable(str(tmp_path), "nostats")
+    t.create(1)
+    t.append(_records(spark, 5), app_id="c", version=1)
+    # a file committed by another tool, without statistics: offsets 5..7
+    schema = pa.schema([f for f in TOPIC_SCHEMA if f.name != "partition"])
+    offsets = pa.array([5, 6, 7], pa.int64())
+    data = pa.table({f.name: offsets if f.name == "offset" else pa.nulls(3, f.type) for f in schema}, schema=schema)
+    os.makedirs(os.path.join(t.uri, "partition=0"), exist_ok=True)
+    pq.write_table(data, os.path.join(t.uri, "partition=0", "other.parquet"))
+    size = os.path.getsize(os.path.join(t.uri, "partition=0", "other.parquet"))
+    dt = DeltaTable(t.uri)
+    dt.create_write_transaction(
+        [AddAction("partition=0/other.parquet", size, {"partition": "0"}, int(_time.time() * 1000), True, '{"numRecords":3}')],
+        "append",
+        dt.schema(),
+        partition_by=["partition"],
+    )
+    assert t.describe().end_offsets == {0: 8}
+    r = t.append(_records(spark, 2, start=100), app_id="c", version=2)
+    assert (r.partitions[0].first, r.partitions[0].last) == (8, 9)
