@@ -27,7 +27,7 @@ from ingest.records import TOPIC, RecordBatch
 from ingest.runtime import faults
 from ingest.runtime.pipeline import Pipeline, union_all
 from ingest.state.stores import COMMITTED, EMPTY, PLANNED, Stores
-from ingest.state.tables import canonical_json
+from ingest.state.tables import canonical_json, eq
 from ingest.topics import SchemaRegistry, TopicTable, list_topics
 
 
@@ -103,6 +103,8 @@ class BatchRunner:
             self.log.info(f"resuming batch {batch_id}, planned by an interrupted run")
         else:
             committed = {p: e.offset for p, e in offsets_store.committed(offsets_key).items()}
+            if not committed:
+                self._refuse_silent_reset(task_id, offsets_key, offsets_store)
             plan = task.plan(committed)
             if plan.empty:
                 self.stores.runs.record(self.name, task_id, batch_id, EMPTY)
@@ -140,6 +142,19 @@ class BatchRunner:
                                 stats={"records_written": records, "timings_ms": steps.timings}, started_at=started)
         steps.done("done")
         return report
+
+    def _refuse_silent_reset(self, task_id: int, offsets_key: str, offsets_store) -> None:
+        """Batches were committed but the offsets table knows nothing of this connector: it was
+        replaced or pointed elsewhere. Starting over would duplicate everything; a person decides."""
+        last = self.stores.runs.last(self.name, task_id)
+        if last is None or last["state"] != COMMITTED:
+            return
+        if offsets_store.read(eq("connector", offsets_key), columns=["connector"]).num_rows == 0:
+            raise StateError(
+                f"connector '{self.name}' has committed batches (last: {last['batch_id']}) but the offsets table "
+                f"{offsets_store.uri} has no offsets for it; it was replaced or the worker points at another one. "
+                f"Restore it, point offset.storage.topic back, or start over on purpose with "
+                f"`lakeconnect connectors stop {self.name}` and `lakeconnect offsets reset {self.name}`")
 
     def _serialise(self, batches: list[RecordBatch]):
         registry = SchemaRegistry(self.lake_root, storage_options=self.storage_options or None)

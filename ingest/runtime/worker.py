@@ -187,7 +187,8 @@ class Worker:
         key, store = self._offsets_key(name, found["config"])
         current = store.committed(key)
         self._abandon_pending(name)
-        store.commit(key, {p: None for p in current}, task=-1, batch_id=0)
+        # With nothing to reset, a marker row still records that a person chose to start over.
+        store.commit(key, {p: None for p in current} or {"null": None}, task=-1, batch_id=0)
         return len(current)
 
     def _abandon_pending(self, name: str) -> None:

@@ -1,25 +1,25 @@
 """Small state tables (offsets, configs, status, runs) read and written directly with delta-rs + Arrow.
 
 Every table is append-only: a new row supersedes older rows with the same key ("latest wins"), and the
-history stays for audit until maintenance compacts it. Appends may carry an app transaction
-`(app_id, version)`; an append whose version is already committed is skipped, so a retried batch never
-writes its offsets twice.
+history stays for audit until maintenance compacts it. Appends go through the bridge's `append_arrow`
+and may carry an app transaction `(app_id, version)`; an append whose version is already committed is
+skipped, so a retried batch never writes its offsets twice.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from ingest.errors import RetriableError, StateError
+from ingest.delta import append_arrow
+from ingest.errors import StateError
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -58,29 +58,11 @@ class StateTable:
         except OSError as e:
             raise StateError(f"state table {self.uri} cannot be read: {e}") from None
 
-    def committed_version(self, app_id: str) -> int | None:
-        table = self._load()
-        return None if table is None else table.transaction_version(app_id)
-
     def append(self, rows: Iterable[Mapping[str, Any]], *, app_id: str | None = None, version: int | None = None) -> bool:
-        """Append rows; False (and nothing written) when `(app_id, version)` was already committed."""
-        if app_id is not None:
-            done = self.committed_version(app_id)
-            if done is not None and done >= version:
-                return False
+        """Append rows in one commit; False (and nothing written) when `(app_id, version)` was already committed."""
         data = pa.Table.from_pylist(list(rows), schema=self.schema)
-        props = CommitProperties(app_transactions=[Transaction(app_id, version)]) if app_id is not None else None
-        for attempt in range(5):
-            try:
-                write_deltalake(self.uri, data, mode="append", commit_properties=props,
-                                storage_options=self.storage_options or None)
-                return True
-            except CommitFailedError as e:  # a concurrent writer to the same table; appends can be retried
-                last = e
-                time.sleep(0.05 * (attempt + 1))
-            except DeltaError as e:
-                raise StateError(f"cannot write state table {self.uri}: {e}") from None
-        raise RetriableError(f"state table {self.uri} stayed busy with concurrent commits: {last}")
+        return append_arrow(self.uri, data, app_id=app_id, version=version,
+                            storage_options=self.storage_options or None) is not None
 
     def read(self, filter: pa.compute.Expression | None = None, columns: list[str] | None = None) -> pa.Table:
         table = self._load()

@@ -1,0 +1,69 @@
+"""CLI surfaces that need no Spark: plugins, validate, the demo's lake, help and errors."""
+
+import json
+
+from ingest.registry import PluginKind
+from tests.conftest import cli
+
+
+def test_plugins_list_shows_every_kind():
+    r = cli("plugins", "list")
+    assert r.returncode == 0, r.stderr
+    kinds = {line.split("  ")[0].strip() for line in r.stdout.splitlines()[2:]}
+    assert kinds == {k.label for k in PluginKind}
+    assert "org.apache.kafka.connect.json.JsonConverter" in r.stdout
+    listed = json.loads(cli("plugins", "list", "--json").stdout)
+    assert {"type": "sink", "class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "alias": "FileStreamSink", "version": "0.1.0"} in listed
+
+
+def test_plugins_config_prints_the_configdef():
+    r = cli("plugins", "config", "FileStreamSource")
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line for line in r.stdout.splitlines()[3:] if line.strip()}
+    assert {"name", "connector.class", "tasks.max", "file", "topic", "batch.size"} <= set(rows)
+    assert "(required)" in rows["topic"] and "INT" in rows["tasks.max"]
+    keys = {k["name"]: k for k in json.loads(cli("plugins", "config", "JsonConverter", "--json").stdout)}
+    assert keys["schemas.enable"]["default"] == "true"
+    r = cli("plugins", "config", "NoSuchThing")
+    assert r.returncode == 2 and "unknown plugin 'NoSuchThing'" in r.stderr
+
+
+def test_validate_accepts_the_books_configs(tmp_path, worker_file):
+    f = tmp_path / "json-sink-config.json"
+    f.write_text(json.dumps({"name": "file-json-sink",
+                             "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                             "tasks.max": "1", "topics": "topic-to-export-with-converters",
+                             "file": "/tmp/json-sink.out",
+                             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                             "value.converter.schemas.enable": "false"}))
+    r = cli("validate", str(f), worker=worker_file)
+    assert r.returncode == 0, r.stderr
+    assert "is valid" in r.stdout
+
+
+def test_properties_connector_file(tmp_path, worker_file):
+    f = tmp_path / "source.properties"
+    f.write_text("name=props-source\nconnector.class=FileStreamSource\nfile=/etc/hostname\ntopic=t\ntasks.max=1\n")
+    assert cli("connectors", "create", str(f), worker=worker_file).returncode == 0
+    got = json.loads(cli("connectors", "get", "props-source", worker=worker_file).stdout)
+    assert got["config"]["topic"] == "t" and got["type"] == "source"
+    assert got["tasks"] == [{"connector": "props-source", "task": 0}]
+
+
+def test_unexpected_errors_are_one_line_without_debug(tmp_path, worker_file):
+    r = cli("offsets", "alter", "x", str(tmp_path / "missing.json"), worker=worker_file)
+    assert r.returncode == 2 and "file not found" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_demo_moves_new_lines_once(tmp_path):
+    lake = tmp_path / "lake"
+    first = cli("demo", "--lake", str(lake), worker=None)
+    assert first.returncode == 0, first.stderr
+    assert "demo-file-source task 0: batch 1 committed 3 records" in first.stdout
+    second = cli("demo", "--lake", str(lake))
+    assert second.returncode == 0, second.stderr
+    assert "demo-file-sink task 0: batch 2 committed 3 records" in second.stdout
+    out = (lake / "demo" / "output.txt").read_text().splitlines()
+    assert out == (lake / "demo" / "input.txt").read_text().splitlines() and len(out) == 6
+    assert '"position": ' in second.stdout and '"kafka_offset": 6' in second.stdout

@@ -1,0 +1,122 @@
+"""Kill the process after every step of a batch, run again, and compare with a run that never crashed.
+
+The kill is real: the fault-injection switch ends the process with os._exit (no cleanup, no finally),
+as `kill -9` would, at the named step of the batch protocol.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS, SOURCE_STEPS
+from ingest.runtime.lease import Lease
+from tests.conftest import cli, write_worker
+from tests.runtime.helpers import topic_commits, topic_rows
+
+LINES = [f"line {i} " + "x" * (i % 7) for i in range(500)]
+
+
+def _setup_source(tmp_path: Path, tag: str):
+    lake = tmp_path / tag / "lake"
+    lake.mkdir(parents=True)
+    worker = write_worker(tmp_path / tag / "worker.properties", lake)
+    source = tmp_path / tag / "source.txt"
+    source.write_text("\n".join(LINES[:300]) + "\n")
+    config = tmp_path / tag / "c.json"
+    config.write_text(json.dumps({"name": "src", "connector.class": "FileStreamSource", "file": str(source),
+                                  "topic": "lines", "topic.creation.default.partitions": "3"}))
+    assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+    return lake, worker, source
+
+
+def _source_state(lake: Path, worker: Path):
+    offsets = json.loads(cli("offsets", "list", "src", worker=worker).stdout)["offsets"]
+    for o in offsets:
+        o["partition"]["filename"] = Path(o["partition"]["filename"]).name
+    return topic_rows(lake, "lines"), offsets
+
+
+@pytest.fixture(scope="module")
+def source_baseline(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("baseline")
+    lake, worker, source = _setup_source(tmp, "clean")
+    assert cli("run", "src", worker=worker).returncode == 0
+    with open(source, "a") as f:
+        f.write("\n".join(LINES[300:]) + "\n")
+    assert cli("run", "src", worker=worker).returncode == 0
+    return _source_state(lake, worker), topic_commits(lake, "lines")
+
+
+@pytest.mark.parametrize("step", SOURCE_STEPS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_source_crash_at_each_step(tmp_path, source_baseline, step, batch):
+    (expected, expected_commits) = source_baseline
+    lake, worker, source = _setup_source(tmp_path, "crash")
+    if batch == 2:
+        assert cli("run", "src", worker=worker).returncode == 0
+    with open(source, "a") as f:
+        f.write("\n".join(LINES[300:]) + "\n") if batch == 2 else None
+    r = cli("run", "src", worker=worker, env={"LAKECONNECT_CRASH_AT": step})
+    assert r.returncode == CRASH_EXIT, r.stderr
+    r = cli("run", "src", worker=worker)
+    assert r.returncode == 0, r.stderr
+    if batch == 1:
+        with open(source, "a") as f:
+            f.write("\n".join(LINES[300:]) + "\n")
+        assert cli("run", "src", worker=worker).returncode == 0
+    assert _source_state(lake, worker) == expected
+    assert topic_commits(lake, "lines") == expected_commits
+    rows = expected[0]
+    assert len(rows) == len(LINES) and len({(r[0], r[1]) for r in rows}) == len(LINES)
+
+
+def _setup_sink(tmp_path: Path, tag: str):
+    lake = tmp_path / tag / "lake"
+    lake.mkdir(parents=True)
+    worker = write_worker(tmp_path / tag / "worker.properties", lake)
+    assert cli("topics", "create", "events", "--partitions", "3", worker=worker).returncode == 0
+    records = "".join(f"k{i % 11}\tvalue {i}\n" for i in range(200))
+    r = cli("topics", "produce", "events", "--property", "parse.key=true", worker=worker, stdin=records)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / tag / "sink.out"
+    config = tmp_path / tag / "c.json"
+    config.write_text(json.dumps({"name": "snk", "connector.class": "FileStreamSink", "topics": "events",
+                                  "file": str(out)}))
+    assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+    return lake, worker, out
+
+
+@pytest.fixture(scope="module")
+def sink_baseline(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sinkbase")
+    lake, worker, out = _setup_sink(tmp, "clean")
+    assert cli("run", "snk", worker=worker).returncode == 0
+    return out.read_text(), json.loads(cli("offsets", "list", "snk", worker=worker).stdout)
+
+
+@pytest.mark.parametrize("step", SINK_STEPS)
+def test_sink_crash_at_each_step(tmp_path, sink_baseline, step):
+    expected_file, expected_offsets = sink_baseline
+    lake, worker, out = _setup_sink(tmp_path, "crash")
+    r = cli("run", "snk", worker=worker, env={"LAKECONNECT_CRASH_AT": step})
+    assert r.returncode == CRASH_EXIT, r.stderr
+    r = cli("run", "snk", worker=worker)
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == expected_file
+    assert json.loads(cli("offsets", "list", "snk", worker=worker).stdout) == expected_offsets
+    assert len(expected_file.splitlines()) == 200
+
+
+def test_second_concurrent_run_refuses_cleanly(tmp_path):
+    lake, worker, source = _setup_source(tmp_path, "busy")
+    lease = Lease(str(lake), "src.task-0").acquire("test")
+    try:
+        r = cli("run", "src", worker=worker)
+    finally:
+        lease.release()
+    assert r.returncode == 3
+    assert "already running" in r.stderr and "Traceback" not in r.stderr
+    assert not (lake / "topics" / "lines").exists()
+    assert cli("run", "src", worker=worker).returncode == 0
