@@ -1,3 +1,3 @@
-from ingest.cli import main
+from ingest.cli import run
 
-raise SystemExit(main())
+run()

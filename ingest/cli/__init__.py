@@ -65,3 +65,20 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         return 1
+
+
+def run() -> None:
+    """The process entry point (console script and `python -m ingest`).
+
+    Exits with `os._exit` once output is flushed: native libraries' worker threads (Arrow, delta-rs,
+    the JVM bridge) can otherwise abort an ordinary interpreter shutdown ("terminate called without an
+    active exception"), which would turn a clean exit code into SIGABRT.
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    logging.shutdown()
+    os._exit(code)

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ingest.config.configdef import NO_DEFAULT, Type, format_value
-from ingest.config.connector import CONNECTOR_CLASS, common_config_def
+from ingest.config.connector import common_config_def
 from ingest.config.loader import load_connector_file
 from ingest.config.worker import load_worker
 from ingest.errors import ConfigError, Problem

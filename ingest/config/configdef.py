@@ -11,7 +11,7 @@ import difflib
 import enum
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ingest.errors import ConfigError, Problem

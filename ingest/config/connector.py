@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.config.configdef import Config, ConfigDef, Importance, NonEmptyString, Range, Type, ValidRegex, ValidString
+from ingest.api import ExactlyOnceSupport
+from ingest.config.configdef import Config, ConfigDef, Importance, Range, Type, ValidRegex, ValidString
 from ingest.config.providers import ConfigResolver
 from ingest.config.worker import FILE_CONNECTORS_ENABLE, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER
 from ingest.errors import ConfigError, Problem
@@ -205,7 +206,12 @@ def validate_connector(
             transforms.append((label, t, pred or None, negate == "true"))
 
     if info is not None and not problems:
-        for message in info.cls(config).validate():
+        connector = info.cls(config)
+        if kind == "source" and typed.get("exactly.once.support") == "required":
+            if connector.exactly_once_support() is not ExactlyOnceSupport.SUPPORTED:
+                problems.append(Problem("exactly.once.support", f"{info.name} cannot guarantee exactly-once "
+                                        "delivery (KIP-618); set exactly.once.support=requested to run it anyway"))
+        for message in connector.validate():
             key, _, rest = message.partition(": ")
             problems.append(Problem(key, rest) if rest and key in definition else Problem(None, message))
     if problems:

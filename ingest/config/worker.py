@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ingest.config.configdef import Config, ConfigDef, Importance, Range, Type
+from ingest.config.configdef import Config, ConfigDef, Importance, Type
 from ingest.config.loader import load_properties_file
 from ingest.errors import ConfigError, Problem
 

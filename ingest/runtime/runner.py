@@ -20,7 +20,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from ingest.api import PlannedRange, SinkTask, SourcePlan, SourceTask, TopicRange
+from ingest.api import SinkTask, SourcePlan, SourceTask, TopicRange
 from ingest.config.connector import TOPIC_CREATION_PARTITIONS, TOPICS, TOPICS_REGEX, ConnectorSetup
 from ingest.errors import StateError
 from ingest.records import TOPIC, RecordBatch

@@ -5,7 +5,6 @@ as `kill -9` would, at the named step of the batch protocol.
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
