@@ -44,6 +44,8 @@ class RecordBatch:
     df: DataFrame
     key_schema: ConnectSchema | None
     value_schema: ConnectSchema | None
+    topics: tuple[str, ...] | None = None
+    """The topics of the records when the source knows them without a query (None: unknown)."""
 
     def with_df(self, df: DataFrame) -> RecordBatch:
         return replace(self, df=df)

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -37,6 +37,8 @@ class Pipeline:
 
     def transform(self, batches: list[RecordBatch]) -> list[RecordBatch]:
         """Apply the chain in order; a transform with a predicate only touches the records it matches."""
+        if self.transforms:  # a transform may route records anywhere: the topics must be looked up
+            batches = [replace(b, topics=None) for b in batches]
         for _label, transform, predicate, negate in self.transforms:
             out: list[RecordBatch] = []
             for batch in batches:

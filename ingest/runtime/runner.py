@@ -116,14 +116,14 @@ class BatchRunner:
         steps.done("read")
         batches = self.pipeline.transform(batches)
         steps.done("transform")
-        frames, persisted = self._serialise(batches)
+        frames, persisted, topics = self._serialise(batches)
         steps.done("convert")
 
         records = 0
         partitions = self.setup.config[TOPIC_CREATION_PARTITIONS]
         if frames:
             df = union_all(frames)
-            for topic in sorted(self._distinct_topics(df)):
+            for topic in sorted(topics):
                 table = self._topic(topic)
                 table.create(partitions, if_not_exists=True)
                 result = table.append(df.filter(F.col(TOPIC) == topic).drop(TOPIC), app_id=app_id, version=batch_id)
@@ -158,14 +158,17 @@ class BatchRunner:
 
     def _serialise(self, batches: list[RecordBatch]):
         registry = SchemaRegistry(self.lake_root, storage_options=self.storage_options or None)
-        frames, persisted = [], []
+        frames, persisted, all_topics = [], [], set()
         for batch in batches:
-            df = batch.df.persist(StorageLevel.MEMORY_AND_DISK)
-            persisted.append(df)
-            batch = batch.with_df(df)
-            topics = self._distinct_topics(df)
+            topics = list(batch.topics) if batch.topics is not None else None
+            if topics is None:  # finding them runs the batch once: keep the result for the write
+                df = batch.df.persist(StorageLevel.MEMORY_AND_DISK)
+                persisted.append(df)
+                batch = batch.with_df(df)
+                topics = self._distinct_topics(df)
             if not topics:
                 continue
+            all_topics.update(topics)
             ids = []
             for part, schema in (("key", batch.key_schema), ("value", batch.value_schema)):
                 if schema is None:
@@ -176,7 +179,7 @@ class BatchRunner:
                 ids.append(_per_topic(by_topic))
             frames.append(self.pipeline.serialise(batch, (None, None)).withColumns(
                 {"key_schema_id": _id_column(ids[0]), "value_schema_id": _id_column(ids[1])}))
-        return frames, persisted
+        return frames, persisted, all_topics
 
     @staticmethod
     def _distinct_topics(df) -> list[str]:

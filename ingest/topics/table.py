@@ -299,8 +299,8 @@ class TopicTable:
         `df` has `key`, `value` (binary, or string as UTF-8), `seq` (long: the order offsets follow
         within a partition; unique per record) and optionally `partition` (int; null = let the topic
         choose), `headers`, `timestamp` (null = now), `key_schema_id`, `value_schema_id`. A partition
-        chosen by the topic is murmur2(key) for keyed records, else `(seq + version) % partitions`
-        (round-robin, deterministic, so a retried batch lands where the first try did).
+        chosen by the topic is murmur2(key) for keyed records, else spread evenly by a hash of
+        (seq, version) (deterministic, so a retried batch lands where the first try did).
         `partitions`, when given, must match the topic's; with `auto_create` a missing topic is
         created with that many (default 1) and `configs`.
         """
@@ -372,7 +372,9 @@ class TopicTable:
         chosen = (
             F.when(part.isNotNull(), F.when((part < 0) | (part >= n), bad).otherwise(part))
             .when(key.isNotNull(), partition_column(key, n))
-            .otherwise(F.pmod(F.col(SEQ).cast("long") + F.lit(version), F.lit(n)).cast("int"))
+            # Unkeyed: spread evenly by a hash of the record's position (sources' positions are often
+            # strided, e.g. byte offsets of equal-length lines, so position % n would pile them up).
+            .otherwise(F.pmod(F.xxhash64(F.col(SEQ).cast("long"), F.lit(version)), F.lit(n)).cast("int"))
         )
         now = F.current_timestamp()
         ts = now if ts_type == LOG_APPEND_TIME else F.coalesce(opt(TIMESTAMP, "timestamp"), now)

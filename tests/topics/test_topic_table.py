@@ -103,9 +103,20 @@ def test_dense_offsets_in_seq_order_across_appends(spark, tmp_path):
     # each append reports its own dense ranges, continuing from the previous end
     assert results[2].partitions[2].count == 50 and set(results[2].partitions) == {2}
     assert results[2].partitions[2].first == results[1].partitions.get(2, results[0].partitions[2]).last + 1
-    # unkeyed records without a partition go round-robin: (seq + version) % partitions
     unkeyed = [r for r in rows if r.key is None]
-    assert sorted((int(r.value.decode().split("-")[1]) + 2) % 4 == r.partition for r in unkeyed) == [True] * 7
+    assert len(unkeyed) == 7 and all(0 <= r.partition < 4 for r in unkeyed)
+
+
+def test_unkeyed_records_spread_evenly_even_with_strided_positions(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "spread")
+    t.create(4)
+    # Byte offsets of equal-length lines: every seq is a multiple of 56.
+    df = spark.range(4000).selectExpr("cast(null as binary) as key", "cast(id as string) as value",
+                                      "id * 56 as seq")
+    result = t.append(df, app_id="s", version=1)
+    counts = {p: r.count for p, r in result.partitions.items()}
+    assert set(counts) == {0, 1, 2, 3}
+    assert all(800 <= c <= 1200 for c in counts.values()), counts
 
 
 def test_idempotent_append(spark, tmp_path):
