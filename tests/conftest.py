@@ -46,6 +46,6 @@ def cli(*args: str, worker: Path | None = None, env: dict[str, str] | None = Non
         timeout: int = 300) -> subprocess.CompletedProcess:
     """Run `python -m ingest` in a real process, as a user or a scheduler would."""
     argv = [sys.executable, "-m", "ingest"] + (["--worker", str(worker)] if worker else []) + list(args)
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("LAKECONNECT_CRASH_AT", None) if not env or "LAKECONNECT_CRASH_AT" not in env else None
+    full_env = {k: v for k, v in os.environ.items() if k != "LAKECONNECT_CRASH_AT"}
+    full_env.update(env or {})
     return subprocess.run(argv, cwd=REPO, env=full_env, input=stdin, capture_output=True, text=True, timeout=timeout)

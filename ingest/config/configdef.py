@@ -366,8 +366,10 @@ class Config(Mapping[str, Any]):
         return {(k[len(prefix):] if strip else k): v for k, v in self.originals.items() if k.startswith(prefix)}
 
     def masked(self) -> dict[str, str]:
-        """The original key/values as strings, with every PASSWORD-typed key shown as [hidden]."""
-        return mask(self.originals, self.definition)
+        """The original key/values as strings: PASSWORD-typed keys and provider-resolved values hidden."""
+        from ingest.runtime.secrets import scrub  # secrets builds on this module
+
+        return {k: scrub(v) for k, v in mask(self.originals, self.definition).items()}
 
     def __repr__(self) -> str:
         return f"Config({self.masked()!r})"

@@ -15,6 +15,7 @@ from ingest.config.providers import ConfigResolver
 from ingest.config.worker import FILE_CONNECTORS_ENABLE, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER
 from ingest.errors import ConfigError, Problem
 from ingest.registry import PluginInfo, PluginKind, Registry
+from ingest.runtime import secrets
 
 NAME = "name"
 CONNECTOR_CLASS = "connector.class"
@@ -102,8 +103,8 @@ class ConfiguredPlugin:
     """A converter, transform or predicate with its validated settings."""
 
     info: PluginInfo
-    settings: dict[str, Any]
-    config: Config | None = None
+    settings: dict[str, Any] = field(repr=False)  # raw values: may hold secrets
+    config: Config | None = None  # its repr masks secrets
 
 
 @dataclass
@@ -113,7 +114,7 @@ class ConnectorSetup:
     name: str
     info: PluginInfo
     config: Config
-    raw: dict[str, str]
+    raw: dict[str, str] = field(repr=False)  # as given, secrets included: never printed
     key_converter: ConfiguredPlugin
     value_converter: ConfiguredPlugin
     header_converter: ConfiguredPlugin
@@ -148,6 +149,8 @@ def validate_connector(
             values = ConfigResolver(registry, worker.originals).resolve(raw, source=source)
         except ConfigError as e:
             problems += e.problems
+        # A value that came from a provider is a secret wherever it may be echoed (a type error, say).
+        secrets.register(v for k, v in values.items() if isinstance(v, str) and v != raw.get(k))
 
     cls_name = values.get(CONNECTOR_CLASS)
     info = None

@@ -65,7 +65,7 @@ def parse_properties(text: str, *, source: str) -> dict[str, str]:
     logical: list[str] = []
     buffer = ""
     for raw in text.splitlines():
-        line = raw.lstrip() if not buffer else raw.lstrip()
+        line = raw.lstrip()
         if not buffer and (not line or line[0] in "#!"):
             continue
         # An odd number of trailing backslashes continues the line.

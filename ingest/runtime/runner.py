@@ -27,7 +27,7 @@ from ingest.records import TOPIC, RecordBatch
 from ingest.runtime import faults
 from ingest.runtime.pipeline import Pipeline, union_all
 from ingest.state.stores import COMMITTED, EMPTY, PLANNED, Stores
-from ingest.state.tables import canonical_json, eq
+from ingest.state.tables import canonical_json, eq, now
 from ingest.topics import SchemaRegistry, TopicTable, list_topics
 
 
@@ -97,7 +97,7 @@ class BatchRunner:
         steps = _Steps(self.progress)
         app_id = f"{self.name}:task-{task_id}"
         batch_id, pending = self._next_batch(task_id)
-        started = None
+        started = now()
         if pending is not None:
             plan = SourcePlan.from_json(pending)
             self.log.info(f"resuming batch {batch_id}, planned by an interrupted run")

@@ -193,10 +193,10 @@ class Worker:
 
     def _abandon_pending(self, name: str) -> None:
         """A batch planned from the old offsets must not be resumed after they change."""
-        for row in self.stores.runs.history(name):
-            last = self.stores.runs.last(name, row["task"])
-            if last and last["state"] == PLANNED and last["batch_id"] == row["batch_id"]:
-                self.stores.runs.record(name, row["task"], row["batch_id"], ABANDONED, plan=json.loads(last["plan"]),
+        for task in {row["task"] for row in self.stores.runs.history(name)}:
+            last = self.stores.runs.last(name, task)
+            if last and last["state"] == PLANNED:
+                self.stores.runs.record(name, task, last["batch_id"], ABANDONED, plan=json.loads(last["plan"]),
                                         error="offsets were altered or reset")
 
     # --- running -----------------------------------------------------------------------------------

@@ -37,3 +37,33 @@ def test_worker_declared_provider_with_params(tmp_path, monkeypatch):
     assert r.resolve({"a": "${myenv:ALLOWED_X}"}) == {"a": "1"}
     with pytest.raises(ConfigError, match="no key 'SECRET_Y'"):
         r.resolve({"a": "${myenv:SECRET_Y}"})
+
+
+def test_validated_setup_never_prints_secrets(monkeypatch):
+    from ingest.config.connector import validate_connector
+    from ingest.config.worker import load_worker
+    from ingest.runtime.secrets import scrub
+
+    monkeypatch.setenv("TOPIC_FROM_ENV", "pr1vate-topic")
+    setup = validate_connector({"name": "x", "connector.class": "FileStreamSource", "file": "/tmp/f",
+                                "topic": "${env:TOPIC_FROM_ENV}",
+                                "producer.override.sasl.jaas.config": "password=hunter2",
+                                "key.converter.secret.token": "tok3n"},
+                               load_worker(None, {"file.connectors.enable": "true"}), default_registry())
+    text = repr(setup)
+    assert "hunter2" not in text and "tok3n" not in text and "pr1vate-topic" not in text
+    assert scrub("writing to pr1vate-topic failed") == "writing to [hidden] failed"
+
+
+def test_resolved_value_in_a_type_error_is_scrubbed(monkeypatch):
+    from ingest.config.connector import validate_connector
+    from ingest.config.worker import load_worker
+    from ingest.runtime.secrets import scrub
+
+    monkeypatch.setenv("TASKS_FROM_ENV", "t0p-s3cret")
+    with pytest.raises(ConfigError) as e:
+        validate_connector({"name": "x", "connector.class": "FileStreamSource", "file": "/tmp/f", "topic": "t",
+                            "tasks.max": "${env:TASKS_FROM_ENV}"},
+                           load_worker(None, {"file.connectors.enable": "true"}), default_registry())
+    assert "t0p-s3cret" not in scrub(str(e.value))
+    assert "tasks.max: expected an integer" in scrub(str(e.value))
