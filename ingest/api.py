@@ -208,6 +208,11 @@ class Converter(Plugin):
         """Deserialise binary `column`: a list of (ConnectSchema or None, DataFrame), one per distinct schema."""
         raise NotImplementedError
 
+    def record_errors(self, df: Any, column: str) -> Any:
+        """Why each record of `column` (bytes) cannot be read, as a string column (null when it can);
+        None when every input can be read. The runtime uses it to route bad records as `errors.*` say."""
+        return None
+
 
 class HeaderConverter(Plugin):
     """Serialises header values (`header.converter`); header keys are always strings."""
@@ -222,6 +227,11 @@ class HeaderConverter(Plugin):
     def to_connect_header(self, headers: Any) -> Any:
         """Column array<struct<key string, value binary>> -> array<struct<key string, value string>>."""
         raise NotImplementedError
+
+    def header_errors(self, headers: Any) -> Any:
+        """Why a record's header values (bytes) cannot be read, as a string column (null when they can);
+        None when every input can be read."""
+        return None
 
 
 class Transform(Plugin):

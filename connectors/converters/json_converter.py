@@ -133,6 +133,19 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
             out.append((schema, _drop_staged(part)))
         return out
 
+    def record_errors(self, df: DataFrame, column: str) -> Column:
+        return self._reason(df[column], self._text(df[column]))
+
+    def header_errors(self, headers: Column) -> Column:
+        def reason(b: Column) -> Column:
+            text = self._text(b)
+            return F.coalesce(self._reason(b, text),
+                              F.when(b.isNotNull() & F.try_parse_json(text).isNull(), F.lit(DUPLICATE_KEYS_ERROR)))
+
+        bad = F.filter(headers, lambda h: reason(h["value"]).isNotNull())
+        return F.when(F.size(bad) > 0, F.concat(F.lit("header '"), bad[0]["key"], F.lit("': "),
+                                                reason(bad[0]["value"])))
+
     def bad_records(self, df: DataFrame, column: str) -> DataFrame:
         """The records `to_connect` would reject, with an `error` column: for a dead letter queue."""
         staged = df.withColumn(_TEXT, self._text(df[column]))

@@ -53,6 +53,14 @@ class NumberConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
         raise_first_bad(df, self._reason(df[column]), "fix the producer, or use ByteArrayConverter for this topic")
         return [(self.schema, df.withColumn(column, self.decode(df[column])))]
 
+    def record_errors(self, df: DataFrame, column: str) -> Column:
+        return self._reason(df[column])
+
+    def header_errors(self, headers: Column) -> Column:
+        bad = F.filter(headers, lambda h: self._reason(h["value"]).isNotNull())
+        return F.when(F.size(bad) > 0, F.concat(F.lit("header '"), bad[0]["key"], F.lit("': "),
+                                                self._reason(bad[0]["value"])))
+
     def bad_records(self, df: DataFrame, column: str) -> DataFrame:
         """The records `to_connect` would reject (wrong length), with an `error` column."""
         return bad_records(df, self._reason(df[column]))

@@ -13,6 +13,7 @@ class RegexRouter(Transform):
     """Update the record topic using the configured regular expression and replacement string."""
 
     aliases = ("org.apache.kafka.connect.transforms.RegexRouter",)
+    scoped = True
 
     @classmethod
     def config_def(cls) -> ConfigDef:
@@ -27,4 +28,4 @@ class RegexRouter(Transform):
         pattern = f"^(?:{self.config['regex']})$"
         topic = F.col(TOPIC)
         renamed = F.when(topic.rlike(pattern), F.regexp_replace(topic, pattern, self.config["replacement"]))
-        return batch.with_df(batch.df.withColumn(TOPIC, renamed.otherwise(topic)))
+        return batch.set({TOPIC: renamed.otherwise(topic)})

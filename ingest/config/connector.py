@@ -180,6 +180,12 @@ def validate_connector(
             problems.append(Problem(TOPICS, "topics and topics.regex are mutually exclusive; set only one"))
         elif not has_topics and not has_regex:
             problems.append(Problem(TOPICS, "must be set (or topics.regex): the topics this sink consumes"))
+        dlq = typed.get("errors.deadletterqueue.topic.name") or ""
+        if dlq and (dlq in (typed.get(TOPICS) or []) or (has_regex and _fullmatch(typed[TOPICS_REGEX], dlq))):
+            # Kafka's SinkConnectorConfig.validate: a sink must not consume its own dead letters.
+            problems.append(Problem("errors.deadletterqueue.topic.name",
+                                    f"the dead letter queue topic '{dlq}' may not be included in the list of topics "
+                                    f"('topics.regex' or 'topics') consumed by the connector"))
 
     converters = {}
     for key, kind_ in ((KEY_CONVERTER, PluginKind.CONVERTER), (VALUE_CONVERTER, PluginKind.CONVERTER),
@@ -254,3 +260,10 @@ def _configure_labelled(registry: Registry, kind: PluginKind, group: str, label:
     settings = {k: v for k, v in _plugin_settings(values, f"{group}.{label}.").items()
                 if k != "type" and k not in reserved}
     return _configure(registry, kind, values[type_key], type_key, settings, problems, prefix=f"{group}.{label}")
+
+
+def _fullmatch(pattern: str, text: str) -> bool:
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        return False

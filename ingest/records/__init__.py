@@ -16,11 +16,12 @@ Sink-side batches also carry `offset` (long) and `timestamp_type` (string) read 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from ingest.records.schema import ConnectSchema
 
@@ -33,13 +34,27 @@ TIMESTAMP = "timestamp"
 SEQ = "seq"
 OFFSET = "offset"
 TIMESTAMP_TYPE = "timestamp_type"
+DATA_EXCEPTION = "org.apache.kafka.connect.errors.DataException"
+_SAME: Any = object()
+
+ERROR = "__lc_error"
+"""Set on a record that failed a stage: struct<stage, class, exception, message> (Kafka's error context)."""
+SCOPE = "__lc_scope"
+"""While a transform runs under a predicate: true for the records the transform applies to."""
 
 RECORD_COLUMNS = (TOPIC, PARTITION, KEY, VALUE, HEADERS, TIMESTAMP, SEQ)
+
+ERROR_TYPE = "struct<stage:string,class:string,exception:string,message:string>"
 
 
 @dataclass(frozen=True)
 class RecordBatch:
-    """Records that share one key schema and one value schema (None = schemaless or absent)."""
+    """Records that share one key schema and one value schema (None = schemaless or absent).
+
+    Transforms change a batch through `set`, `drop` and `fail`, which honour the record scope the
+    runtime sets (the records a predicate selects; records that failed an earlier stage are never
+    changed or dropped), and `with_schemas` for the schemas that follow.
+    """
 
     df: DataFrame
     key_schema: ConnectSchema | None
@@ -49,3 +64,85 @@ class RecordBatch:
 
     def with_df(self, df: DataFrame) -> RecordBatch:
         return replace(self, df=df)
+
+    def with_schemas(self, key_schema: Any = _SAME, value_schema: Any = _SAME) -> RecordBatch:
+        changes = {}
+        if key_schema is not _SAME:
+            changes["key_schema"] = key_schema
+        if value_schema is not _SAME:
+            changes["value_schema"] = value_schema
+        return replace(self, **changes)
+
+    # --- what transforms use ---------------------------------------------------------------------
+
+    def active(self) -> Column:
+        """True for the records a transform may change: in scope and not failed already."""
+        from pyspark.sql import functions as F
+
+        cond = F.lit(True)
+        if ERROR in self.df.columns:
+            cond = F.col(ERROR).isNull()
+        if SCOPE in self.df.columns:
+            cond = cond & F.coalesce(F.col(SCOPE), F.lit(False))
+        return cond
+
+    def set(self, columns: Mapping[str, Column]) -> RecordBatch:
+        """Set record columns (topic, key, value, headers, timestamp, partition) for the active records.
+
+        When a column's type changes, every record takes the new expression (a batch holds one type per
+        column); the runtime runs such a transform on the records in scope only.
+        """
+        from pyspark.sql import functions as F
+
+        if not columns:
+            return self
+        guarded = [n for n in columns if n in self.df.columns] if (
+            ERROR in self.df.columns or SCOPE in self.df.columns) else []
+        types = {}
+        if guarded:  # analysis only, no data: the type each new expression has
+            types = {f.name: f.dataType for f in self.df.select(*[columns[n].alias(n) for n in guarded]).schema}
+        out = {}
+        for name, expr in columns.items():
+            if name in types and types[name] == self.df.schema[name].dataType:
+                out[name] = F.when(self.active(), expr).otherwise(F.col(name))
+            else:
+                out[name] = expr
+        return self.with_df(self.df.withColumns(out))
+
+    def drop(self, condition: Column) -> RecordBatch:
+        """Drop the active records for which `condition` is true (Kafka's transform returning null)."""
+        from pyspark.sql import functions as F
+
+        gone = self.active() & F.coalesce(condition, F.lit(False))
+        return self.with_df(self.df.filter(~gone))
+
+    def fail(self, condition: Column, message: Column | str, *, exception: str = DATA_EXCEPTION,
+             stage: str = "TRANSFORMATION", executing_class: str | None = None) -> RecordBatch:
+        """Mark the active records for which `condition` is true as failed with `message`.
+
+        The runtime then handles them as `errors.tolerance` says (fail the task, skip, dead letter queue).
+        The first failure of a record is the one kept. `executing_class` defaults to the running stage's
+        class, which the runtime fills in.
+        """
+        from pyspark.sql import functions as F
+
+        message = F.lit(message) if isinstance(message, str) else message
+        error = error_struct(stage, executing_class, exception, message)
+        new = F.when(self.active() & F.coalesce(condition, F.lit(False)), error)
+        if ERROR in self.df.columns:
+            new = F.coalesce(F.col(ERROR), new)
+        return self.with_df(self.df.withColumn(ERROR, new))
+
+    def fail_all(self, message: str, *, exception: str = DATA_EXCEPTION, stage: str = "TRANSFORMATION",
+                 executing_class: str | None = None) -> RecordBatch:
+        """Every active record failed (a schema-level problem such as an unknown field)."""
+        from pyspark.sql import functions as F
+
+        return self.fail(F.lit(True), message, exception=exception, stage=stage, executing_class=executing_class)
+
+
+def error_struct(stage: str, executing_class: str | None, exception: str, message: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.struct(F.lit(stage).alias("stage"), F.lit(executing_class).cast("string").alias("class"),
+                    F.lit(exception).alias("exception"), message.cast("string").alias("message"))

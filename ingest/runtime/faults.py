@@ -12,7 +12,7 @@ import sys
 CRASH_ENV = "LAKECONNECT_CRASH_AT"
 CRASH_EXIT = 137
 SOURCE_STEPS = ("plan", "read", "transform", "convert", "write", "commit", "done")
-SINK_STEPS = ("plan", "read", "convert", "transform", "write", "commit", "done")
+SINK_STEPS = ("plan", "read", "convert", "transform", "put", "write", "commit", "done")
 
 _seen: dict[str, int] = {}
 

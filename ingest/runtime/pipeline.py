@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -12,9 +12,25 @@ from pyspark.sql import functions as F
 
 from ingest.api import Converter, HeaderConverter, Predicate, Transform
 from ingest.config.connector import ConnectorSetup
-from ingest.records import HEADERS, KEY, OFFSET, PARTITION, SEQ, TIMESTAMP, TIMESTAMP_TYPE, TOPIC, VALUE, RecordBatch
+from ingest.errors import DataError
+from ingest.records import (
+    ERROR, HEADERS, KEY, OFFSET, PARTITION, RECORD_COLUMNS, SCOPE, SEQ, TIMESTAMP, TIMESTAMP_TYPE, TOPIC, VALUE,
+    RecordBatch,
+)
+from ingest.runtime.tolerance import (
+    HEADER_CONVERTER, KEY_CONVERTER, ORIGIN, TRANSFORMATION, VALUE_CONVERTER, ErrorPolicy, fill_class, mark,
+)
 
 TOPIC_COLUMNS = ("partition", "key", "value", "headers", "timestamp", "seq", "key_schema_id", "value_schema_id")
+
+
+def plugin_class_name(plugin: Any) -> str:
+    """The class name Kafka would report for a plugin: its Kafka class name when it has one."""
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    for alias in getattr(cls, "aliases", ()) or ():
+        if "." in alias:
+            return alias
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 @dataclass
@@ -23,6 +39,7 @@ class Pipeline:
     value_converter: Converter
     header_converter: HeaderConverter
     transforms: list[tuple[str, Transform, Predicate | None, bool]]
+    policy: ErrorPolicy = field(default_factory=ErrorPolicy)
 
     @classmethod
     def build(cls, setup: ConnectorSetup) -> Pipeline:
@@ -33,25 +50,52 @@ class Pipeline:
         transforms = [(label, t.info.cls(t.config), predicates.get(pred) if pred else None, negate)
                       for label, t, pred, negate in setup.transforms]
         return cls(converter(setup.key_converter, True), converter(setup.value_converter, False),
-                   setup.header_converter.info.cls(setup.header_converter.settings), transforms)
+                   setup.header_converter.info.cls(setup.header_converter.settings), transforms,
+                   ErrorPolicy.from_config(setup.config))
+
+    # --- transforms --------------------------------------------------------------------------------
 
     def transform(self, batches: list[RecordBatch]) -> list[RecordBatch]:
-        """Apply the chain in order; a transform with a predicate only touches the records it matches."""
+        """Apply the chain in order; a transform with a predicate only touches the records it matches.
+
+        A record that fails a transform keeps its failure in the ERROR column; later transforms leave it
+        alone (it is neither changed nor dropped) and the runtime handles it as `errors.*` say.
+        """
         if self.transforms:  # a transform may route records anywhere: the topics must be looked up
             batches = [replace(b, topics=None) for b in batches]
         for _label, transform, predicate, negate in self.transforms:
             out: list[RecordBatch] = []
             for batch in batches:
-                if predicate is None:
-                    out.append(transform.apply(batch))
-                    continue
-                matches = F.coalesce(predicate.test(batch), F.lit(False))
-                if negate:
-                    matches = ~matches
-                out.append(transform.apply(batch.with_df(batch.df.filter(matches))))
-                out.append(batch.with_df(batch.df.filter(~matches)))
+                out.extend(self._apply(transform, predicate, negate, batch))
             batches = out
         return batches
+
+    def _apply(self, transform: Transform, predicate: Predicate | None, negate: bool,
+               batch: RecordBatch) -> list[RecordBatch]:
+        if predicate is None:
+            return [self._apply_one(transform, batch)]
+        matches = F.coalesce(predicate.test(batch), F.lit(False))
+        if negate:
+            matches = ~matches
+        if getattr(transform, "scoped", False):
+            # One pass: the transform changes only the records in scope, when their shape stays.
+            scoped = self._apply_one(transform, batch.with_df(batch.df.withColumn(SCOPE, matches)))
+            if _same_shape(batch, scoped):
+                return [scoped.with_df(scoped.df.drop(SCOPE))]
+        # The shape changes (or the transform cannot scope itself): records in scope become their own batch.
+        return [self._apply_one(transform, batch.with_df(batch.df.filter(matches))),
+                batch.with_df(batch.df.filter(~matches))]
+
+    def _apply_one(self, transform: Transform, batch: RecordBatch) -> RecordBatch:
+        name = plugin_class_name(transform)
+        try:
+            out = self.policy.retrying(lambda: transform.apply(batch), TRANSFORMATION, f"transform {name}")
+        except DataError as e:  # a problem with the whole batch (its schema): every record in scope fails
+            exception = getattr(e, "exception_class", None) or "org.apache.kafka.connect.errors.DataException"
+            out = batch.fail_all(str(e), exception=exception, executing_class=name)
+        return out.with_df(fill_class(out.df, name))
+
+    # --- converters --------------------------------------------------------------------------------
 
     def serialise(self, batch: RecordBatch, schema_ids: tuple[Any, Any] = (None, None)) -> DataFrame:
         """Connect records -> the topic table's byte columns."""
@@ -66,16 +110,46 @@ class Pipeline:
             F.lit(key_id).cast("int").alias("key_schema_id"), F.lit(value_id).cast("int").alias("value_schema_id"),
         )
 
-    def deserialise(self, df: DataFrame) -> list[RecordBatch]:
-        """A topic's byte rows (with `topic`) -> Connect record batches, one per (key, value) schema pair."""
+    def deserialise(self, df: DataFrame) -> tuple[list[RecordBatch], DataFrame | None]:
+        """A topic's byte rows (with `topic`) -> Connect record batches, one per (key, value) schema pair,
+        and (with `errors.tolerance=all`) the records no converter could read, marked with their failure.
+
+        Every record keeps its consumed coordinates (and, when failures are tolerated, its bytes) in
+        ORIGIN, for error messages and the dead letter queue.
+        """
+        origin = [F.col(TOPIC).alias(TOPIC), F.col(PARTITION).alias(PARTITION), F.col(OFFSET).alias(OFFSET),
+                  F.col(TIMESTAMP).alias(TIMESTAMP)]
+        if self.policy.tolerate:
+            origin += [F.col(KEY).alias(KEY), F.col(VALUE).alias(VALUE), F.col(HEADERS).alias(HEADERS)]
+        df = df.withColumn(ORIGIN, F.struct(*origin))
+        failed = None
+        if self.policy.tolerate:
+            checks = [(HEADER_CONVERTER, self.header_converter, self.header_converter.header_errors(F.col(HEADERS))),
+                      (KEY_CONVERTER, self.key_converter, self.key_converter.record_errors(df, KEY)),
+                      (VALUE_CONVERTER, self.value_converter, self.value_converter.record_errors(df, VALUE))]
+            checks = [c for c in checks if c[2] is not None]
+            if checks:
+                for stage, plugin, reason in checks:
+                    df = mark(df, stage, plugin_class_name(plugin), reason)
+                failed = df.filter(F.col(ERROR).isNotNull())
+                df = df.filter(F.col(ERROR).isNull()).drop(ERROR)
         df = df.withColumn(HEADERS, self.header_converter.to_connect_header(F.col(HEADERS)))
         df = df.withColumn(SEQ, F.col(OFFSET))
         batches = []
         for key_schema, keyed in self.key_converter.to_connect(df, KEY):
             for value_schema, valued in self.value_converter.to_connect(keyed, VALUE):
-                cols = [TOPIC, PARTITION, OFFSET, KEY, VALUE, HEADERS, TIMESTAMP, TIMESTAMP_TYPE, SEQ]
+                cols = [TOPIC, PARTITION, OFFSET, KEY, VALUE, HEADERS, TIMESTAMP, TIMESTAMP_TYPE, SEQ, ORIGIN]
                 batches.append(RecordBatch(valued.select(*cols), key_schema, value_schema))
-        return batches
+        return batches, failed
+
+
+def _same_shape(before: RecordBatch, after: RecordBatch) -> bool:
+    """Same schemas and the same Spark type in every record column."""
+    if before.key_schema != after.key_schema or before.value_schema != after.value_schema:
+        return False
+    types = {f.name: f.dataType for f in before.df.schema.fields}
+    return all(types.get(f.name, f.dataType) == f.dataType for f in after.df.schema.fields
+               if f.name in RECORD_COLUMNS)
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:

@@ -22,10 +22,14 @@ from pyspark.sql import functions as F
 
 from ingest.api import SinkTask, SourcePlan, SourceTask, TopicRange
 from ingest.config.connector import TOPIC_CREATION_PARTITIONS, TOPICS, TOPICS_REGEX, ConnectorSetup
-from ingest.errors import StateError
-from ingest.records import TOPIC, RecordBatch
+from ingest.errors import DataError, StateError
+from ingest.records import ERROR, TOPIC, RecordBatch
 from ingest.runtime import faults
-from ingest.runtime.pipeline import Pipeline, union_all
+from ingest.runtime.pipeline import Pipeline, plugin_class_name, union_all
+from ingest.runtime.tolerance import (
+    KAFKA_PRODUCE, KEY_CONVERTER, ORIGIN, TASK_POLL, TASK_PUT, VALUE_CONVERTER, dead_letters, fill_class, guard,
+    has_errors, log_failed, run_guarded, split, strip,
+)
 from ingest.state.stores import COMMITTED, EMPTY, PLANNED, Stores
 from ingest.state.tables import canonical_json, eq, now
 from ingest.topics import SchemaRegistry, TopicTable, list_topics
@@ -41,13 +45,16 @@ class BatchReport:
     records: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
     ranges: list[dict[str, Any]] = field(default_factory=list)
+    failed: int = 0
 
     def summary(self) -> str:
         if self.outcome == EMPTY:
             return f"task {self.task}: nothing new"
         again = " (resumed after an interrupted run)" if self.resumed else ""
         total = sum(self.timings_ms.values())
-        return f"task {self.task}: batch {self.batch_id} committed {self.records} records in {total:.0f} ms{again}"
+        failed = f", {self.failed} failed records set aside (errors.tolerance=all)" if self.failed else ""
+        return (f"task {self.task}: batch {self.batch_id} committed {self.records} records in {total:.0f} ms"
+                f"{failed}{again}")
 
 
 class _Steps:
@@ -112,23 +119,31 @@ class BatchRunner:
             self.stores.runs.record(self.name, task_id, batch_id, PLANNED, plan=plan.to_json())
         steps.done("plan")
 
-        batches = task.read(plan)
+        policy = self.pipeline.policy
+        batches = policy.retrying(lambda: task.read(plan), TASK_POLL, f"reading batch {batch_id}")
         steps.done("read")
         batches = self.pipeline.transform(batches)
         steps.done("transform")
-        frames, persisted, topics = self._serialise(batches)
+        frames, persisted, topics, failed = run_guarded(lambda: self._serialise(batches), self.name, task_id)
         steps.done("convert")
 
-        records = 0
-        partitions = self.setup.config[TOPIC_CREATION_PARTITIONS]
-        if frames:
-            df = union_all(frames)
-            for topic in sorted(topics):
-                table = self._topic(topic)
-                table.create(partitions, if_not_exists=True)
-                result = table.append(df.filter(F.col(TOPIC) == topic).drop(TOPIC), app_id=app_id, version=batch_id)
-                if result is not None:
-                    records += result.count
+        def write() -> int:
+            written = 0
+            partitions = self.setup.config[TOPIC_CREATION_PARTITIONS]
+            if frames:
+                df = union_all(frames)
+                for topic in sorted(topics):
+                    table = self._topic(topic)
+                    table.create(partitions, if_not_exists=True)
+                    part = df.filter(F.col(TOPIC) == topic).drop(TOPIC)
+                    result = policy.retrying(lambda t=table, d=part: t.append(d, app_id=app_id, version=batch_id),
+                                             KAFKA_PRODUCE, f"writing topic '{topic}'")
+                    if result is not None:
+                        written += result.count
+            return written
+
+        records = run_guarded(write, self.name, task_id)
+        failures = sum(log_failed(policy, f, self.name, task_id, sink=False, render=str) for f in failed)
         for p in persisted:
             p.unpersist()
         steps.done("write")
@@ -137,9 +152,12 @@ class BatchRunner:
         offsets_store.commit(offsets_key, ends, task=task_id, batch_id=batch_id, app_id=app_id)
         steps.done("commit")
         report = BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records,
-                             steps.timings, [r.to_json() for r in plan.ranges])
+                             steps.timings, [r.to_json() for r in plan.ranges], failures)
+        stats = {"records_written": records, "timings_ms": steps.timings}
+        if failures:
+            stats["records_skipped"] = failures
         self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan.to_json(),
-                                stats={"records_written": records, "timings_ms": steps.timings}, started_at=started)
+                                stats=stats, started_at=started)
         steps.done("done")
         return report
 
@@ -158,28 +176,51 @@ class BatchRunner:
 
     def _serialise(self, batches: list[RecordBatch]):
         registry = SchemaRegistry(self.lake_root, storage_options=self.storage_options or None)
-        frames, persisted, all_topics = [], [], set()
+        policy = self.pipeline.policy
+        frames, persisted, all_topics, failed = [], [], set(), []
         for batch in batches:
-            topics = list(batch.topics) if batch.topics is not None else None
-            if topics is None:  # finding them runs the batch once: keep the result for the write
-                df = batch.df.persist(StorageLevel.MEMORY_AND_DISK)
-                persisted.append(df)
-                batch = batch.with_df(df)
-                topics = self._distinct_topics(df)
-            if not topics:
+            if has_errors(batch.df):
+                if policy.tolerate:  # failed records are set aside: compute the batch once for both parts
+                    df = batch.df.persist(StorageLevel.MEMORY_AND_DISK)
+                    persisted.append(df)
+                    good, bad = split(df)
+                    failed.append(bad)
+                    batch = batch.with_df(good)
+                else:
+                    batch = batch.with_df(strip(guard(batch.df)))
+            try:
+                frame = self._serialise_one(batch, registry, persisted, all_topics)
+            except DataError as e:  # the converter cannot write this batch's schema at all
+                if not policy.tolerate:
+                    raise
+                stage = KEY_CONVERTER if "key" in str(e).lower() else VALUE_CONVERTER
+                failed.append(batch.fail_all(str(e), stage=stage, executing_class=plugin_class_name(
+                    self.pipeline.key_converter if stage == KEY_CONVERTER else self.pipeline.value_converter)).df)
                 continue
-            all_topics.update(topics)
-            ids = []
-            for part, schema in (("key", batch.key_schema), ("value", batch.value_schema)):
-                if schema is None:
-                    ids.append(None)
-                    continue
-                text = json.dumps(schema.to_json(), separators=(",", ":"))
-                by_topic = {t: registry.register(f"{t}-{part}", text) for t in topics}
-                ids.append(_per_topic(by_topic))
-            frames.append(self.pipeline.serialise(batch, (None, None)).withColumns(
-                {"key_schema_id": _id_column(ids[0]), "value_schema_id": _id_column(ids[1])}))
-        return frames, persisted, all_topics
+            if frame is not None:
+                frames.append(frame)
+        return frames, persisted, all_topics, failed
+
+    def _serialise_one(self, batch: RecordBatch, registry, persisted, all_topics):
+        topics = list(batch.topics) if batch.topics is not None else None
+        if topics is None:  # finding them runs the batch once: keep the result for the write
+            df = batch.df.persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(df)
+            batch = batch.with_df(df)
+            topics = self._distinct_topics(df)
+        if not topics:
+            return None
+        all_topics.update(topics)
+        ids = []
+        for part, schema in (("key", batch.key_schema), ("value", batch.value_schema)):
+            if schema is None:
+                ids.append(None)
+                continue
+            text = json.dumps(schema.to_json(), separators=(",", ":"))
+            by_topic = {t: registry.register(f"{t}-{part}", text) for t in topics}
+            ids.append(_per_topic(by_topic))
+        return self.pipeline.serialise(batch, (None, None)).withColumns(
+            {"key_schema_id": _id_column(ids[0]), "value_schema_id": _id_column(ids[1])})
 
     @staticmethod
     def _distinct_topics(df) -> list[str]:
@@ -237,17 +278,46 @@ class BatchRunner:
                                     plan={"ranges": [r.to_json() for r in ranges], "prepared": prepared})
         steps.done("plan")
 
+        policy = self.pipeline.policy
         frames = []
         for topic in sorted({r.topic for r in ranges}):
             bounds = {r.partition: (r.start, r.end) for r in ranges if r.topic == topic}
             frames.append(self._topic(topic).read(bounds).withColumn(TOPIC, F.lit(topic)))
         df = union_all(frames)
+        persisted = []
+        if policy.tolerate:  # good and failed records are both computed from this read: read it once
+            df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(df)
         steps.done("read")
-        batches = self.pipeline.deserialise(df)
+        batches, failed_read = run_guarded(lambda: self.pipeline.deserialise(df), self.name, task_id)
+        failed = [failed_read] if failed_read is not None else []
         steps.done("convert")
         batches = self.pipeline.transform(batches)
+        good = []
+        for batch in batches:
+            if policy.tolerate and has_errors(batch.df):
+                ok, bad = split(batch.df)
+                failed.append(bad)
+                good.append(batch.with_df(ok))
+            else:
+                good.append(batch.with_df(strip(guard(batch.df))))
         steps.done("transform")
-        task.put(batches, ranges, prepared, batch_id)
+
+        def put() -> Any:
+            return policy.retrying(lambda: task.put(good, ranges, prepared, batch_id), TASK_PUT,
+                                   f"sink batch {batch_id}")
+
+        errant = run_guarded(put, self.name, task_id) or []
+        steps.done("put")
+        for batch in errant:  # records the sink reported (Kafka's ErrantRecordReporter)
+            marked = fill_class(batch.df, plugin_class_name(task))
+            if not policy.tolerate:
+                run_guarded(lambda m=marked: guard(m).select(F.lit(1)).collect(), self.name, task_id)
+            else:
+                failed.append(marked)
+        failures = self._handle_failed_sink_records(failed, group, task_id, batch_id)
+        for p in persisted:
+            p.unpersist()
         steps.done("write")
 
         ends = {canonical_json({"kafka_partition": r.partition, "kafka_topic": r.topic}): {"kafka_offset": r.end}
@@ -256,11 +326,30 @@ class BatchRunner:
         steps.done("commit")
         records = sum(r.end - r.start for r in ranges)
         plan = {"ranges": [r.to_json() for r in ranges], "prepared": prepared}
-        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan,
-                                stats={"records_read": records, "timings_ms": steps.timings})
+        stats = {"records_read": records, "timings_ms": steps.timings}
+        if failures:
+            stats["records_failed"] = failures
+            if policy.dlq_topic:
+                stats["records_dead_lettered"] = failures
+        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan, stats=stats)
         steps.done("done")
         return BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records, steps.timings,
-                           [r.to_json() for r in ranges])
+                           [r.to_json() for r in ranges], failures)
+
+    def _handle_failed_sink_records(self, failed: list, group: str, task_id: int, batch_id: int) -> int:
+        """errors.tolerance=all: log the failed records and write them to the dead letter queue, once per
+        batch (the DLQ append is idempotent by batch id, like every topic append)."""
+        policy = self.pipeline.policy
+        if not failed:
+            return 0
+        df = union_all([f.select(ERROR, ORIGIN) for f in failed])
+        if policy.dlq_topic:
+            letters = dead_letters(df, self.name, task_id, policy.dlq_context_headers)
+            table = self._topic(policy.dlq_topic)
+            table.create(1, if_not_exists=True)  # Kafka creates a DLQ topic with one partition
+            policy.retrying(lambda: table.append(letters, app_id=f"{group}:task-{task_id}:dlq", version=batch_id),
+                            KAFKA_PRODUCE, f"writing dead letter queue '{policy.dlq_topic}'")
+        return log_failed(policy, df, self.name, task_id, sink=True)
 
 
 def _per_topic(ids: dict[str, int]) -> Any:

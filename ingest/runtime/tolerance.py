@@ -1,0 +1,265 @@
+"""Error handling as Kafka Connect's `errors.*` settings say (KIP-298, KIP-610), over whole batches.
+
+A record that fails a stage (a converter, a transform, the sink) carries its failure in the `ERROR`
+column instead of stopping the job. At the end of the pipeline the failed records are handled once:
+
+- `errors.tolerance=none`: the task fails on the first failed record, naming it, before anything of
+  the batch is written or committed; the next run reads the same records again (at-least-once, and
+  exactly-once with the batch protocol).
+- `errors.tolerance=all`: failed records are skipped, logged when `errors.log.enable` is set (with
+  their coordinates, or contents for source records, only when `errors.log.include.messages` is),
+  and for sinks written to `errors.deadletterqueue.topic.name` with the original key, value and
+  headers, plus Kafka's `__connect.errors.*` headers when `errors.deadletterqueue.context.headers.enable`.
+
+`errors.retry.timeout` and `errors.retry.delay.max.ms` govern how long an operation that raises
+`RetriableError` is tried again (Kafka's RetryWithToleranceOperator backoff: 300 ms, doubling, capped).
+A whole-batch operation whose retries run out fails the task: a batch is never skipped silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ingest.config.configdef import Config
+from ingest.errors import DataError, LakeConnectError, RetriableError
+from ingest.records import ERROR, HEADERS, OFFSET, PARTITION, SCOPE, SEQ, TIMESTAMP, TOPIC
+
+T = TypeVar("T")
+
+# Kafka's ErrorHandlingMetrics / Stage names, used in logs and in the __connect.errors.stage header.
+KEY_CONVERTER = "KEY_CONVERTER"
+VALUE_CONVERTER = "VALUE_CONVERTER"
+HEADER_CONVERTER = "HEADER_CONVERTER"
+TRANSFORMATION = "TRANSFORMATION"
+TASK_PUT = "TASK_PUT"
+TASK_POLL = "TASK_POLL"
+KAFKA_PRODUCE = "KAFKA_PRODUCE"
+KAFKA_CONSUME = "KAFKA_CONSUME"
+
+HEADER_PREFIX = "__connect.errors."
+RETRIES_DELAY_MIN_MS = 300
+MARKER = "lakeconnect-record-failed: "
+"""Starts the message a failed record raises inside Spark, so the driver can find it in the exception."""
+
+ORIGIN = "__lc_origin"
+"""Sink side: the consumed record as read from the topic (coordinates, and bytes for a dead letter queue)."""
+INTERNAL_COLUMNS = (ERROR, SCOPE, ORIGIN)
+
+log = logging.getLogger("lakeconnect.errors")
+
+
+class ToleranceExceeded(DataError):
+    """A record failed and `errors.tolerance=none`: the task stops, nothing of the batch is committed."""
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """The connector's `errors.*` settings."""
+
+    tolerance: str = "none"
+    retry_timeout_ms: int = 0
+    retry_delay_max_ms: int = 60000
+    log_enable: bool = False
+    log_include_messages: bool = False
+    dlq_topic: str = ""
+    dlq_context_headers: bool = False
+
+    @classmethod
+    def from_config(cls, config: Config) -> ErrorPolicy:
+        def get(key: str, default: Any) -> Any:
+            return config[key] if key in config else default
+
+        return cls(get("errors.tolerance", "none"), get("errors.retry.timeout", 0),
+                   get("errors.retry.delay.max.ms", 60000), get("errors.log.enable", False),
+                   get("errors.log.include.messages", False), get("errors.deadletterqueue.topic.name", "") or "",
+                   get("errors.deadletterqueue.context.headers.enable", False))
+
+    @property
+    def tolerate(self) -> bool:
+        return self.tolerance == "all"
+
+    # --- retries -----------------------------------------------------------------------------------
+
+    def retrying(self, operation: Callable[[], T], stage: str, what: str,
+                 sleep: Callable[[float], None] = time.sleep) -> T:
+        """Run `operation`; while it raises RetriableError, try again with Kafka's backoff until
+        `errors.retry.timeout` (ms; -1 = forever, 0 = no retries) has passed. The last error is raised."""
+        deadline = None if self.retry_timeout_ms < 0 else time.monotonic() + self.retry_timeout_ms / 1000
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return operation()
+            except RetriableError as e:
+                delay_ms = min(RETRIES_DELAY_MIN_MS * 2 ** (attempt - 1), self.retry_delay_max_ms)
+                if deadline is not None and time.monotonic() + delay_ms / 1000 > deadline:
+                    if self.retry_timeout_ms:
+                        raise RetriableError(f"{what} ({stage}) still failing after {attempt} attempts within "
+                                             f"errors.retry.timeout={self.retry_timeout_ms} ms: {e}") from e
+                    raise
+                log.warning(f"{what} ({stage}) failed, attempt {attempt}; retrying in {delay_ms} ms: {e}")
+                sleep(delay_ms / 1000)
+
+
+# --- failed records --------------------------------------------------------------------------------
+
+
+def has_errors(df: DataFrame) -> bool:
+    return ERROR in df.columns
+
+
+def mark(df: DataFrame, stage: str, executing_class: str, reason: Column,
+         exception: str = "org.apache.kafka.connect.errors.DataException") -> DataFrame:
+    """Records whose `reason` is not null failed `stage` (first failure wins)."""
+    error = F.when(reason.isNotNull(), F.struct(
+        F.lit(stage).alias("stage"), F.lit(executing_class).alias("class"), F.lit(exception).alias("exception"),
+        reason.cast("string").alias("message")))
+    return df.withColumn(ERROR, F.coalesce(F.col(ERROR), error) if ERROR in df.columns else error)
+
+
+def fill_class(df: DataFrame, executing_class: str) -> DataFrame:
+    """Errors a plugin marked without naming its class get the class of the stage that ran."""
+    if ERROR not in df.columns:
+        return df
+    e = F.col(ERROR)
+    filled = F.struct(e["stage"].alias("stage"), F.coalesce(e["class"], F.lit(executing_class)).alias("class"),
+                      e["exception"].alias("exception"), e["message"].alias("message"))
+    return df.withColumn(ERROR, F.when(e.isNull(), e).otherwise(filled))
+
+
+def describe_record(df: DataFrame) -> Column:
+    """Which record, as text inside Spark: the consumed record's coordinates (sinks) or the source
+    record's topic and position in its read (sources)."""
+    if ORIGIN in df.columns:
+        o = F.col(ORIGIN)
+        return F.concat(F.lit("the record at topic '"), o[TOPIC], F.lit("', partition "),
+                        o[PARTITION].cast("string"), F.lit(", offset "), o[OFFSET].cast("string"))
+    parts = [F.lit("the source record ")]
+    if SEQ in df.columns:
+        parts += [F.lit("#"), F.col(SEQ).cast("string"), F.lit(" ")]
+    parts += [F.lit("for topic '"), F.col(TOPIC), F.lit("'")]
+    return F.concat(*parts)
+
+
+def failure_text(df: DataFrame) -> Column:
+    e = F.col(ERROR)
+    return F.concat(F.lit(MARKER), F.lit("stage "), e["stage"], F.lit(" ("), F.coalesce(e["class"], F.lit("?")),
+                    F.lit(") failed on "), describe_record(df), F.lit(": "), e["exception"], F.lit(": "),
+                    F.coalesce(e["message"], F.lit("null")))
+
+
+def guard(df: DataFrame) -> DataFrame:
+    """`errors.tolerance=none`: any failed record raises inside Spark when the batch is written, so the
+    job fails before the commit. No extra pass over the data."""
+    if ERROR not in df.columns:
+        return df
+    check = F.when(F.col(ERROR).isNotNull(), F.raise_error(failure_text(df))).otherwise(F.lit(True))
+    return df.filter(check)
+
+
+def tolerance_failure(exc: BaseException, connector: str, task: int) -> ToleranceExceeded | None:
+    """The clean error for a Spark failure raised by `guard` (None when `exc` is something else)."""
+    text = str(exc)
+    at = text.find(MARKER)
+    if at < 0:
+        return None
+    detail = text[at + len(MARKER):]
+    detail = re.split(r"\s+SQLSTATE: |\n", detail, maxsplit=1)[0].strip()
+    return ToleranceExceeded(
+        f"Tolerance exceeded in error handler: task {task} of connector '{connector}' stopped because {detail}. "
+        f"Nothing of this batch was committed. Fix the record or the configuration, or set errors.tolerance=all "
+        f"(with errors.deadletterqueue.topic.name for a sink) to route failed records aside, then run again")
+
+
+def run_guarded(operation: Callable[[], T], connector: str, task: int) -> T:
+    """Run an operation that evaluates guarded records; a failed record becomes ToleranceExceeded."""
+    try:
+        return operation()
+    except LakeConnectError:
+        raise
+    except Exception as e:  # Spark's own exception types vary with the session kind
+        failure = tolerance_failure(e, connector, task)
+        if failure is None:
+            raise
+        raise failure from None
+
+
+def split(df: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+    """(records that did not fail, records that failed) of a batch, internal columns dropped from the first."""
+    if ERROR not in df.columns:
+        return df, None
+    good = df.filter(F.col(ERROR).isNull()).drop(*[c for c in INTERNAL_COLUMNS if c in df.columns])
+    return good, df.filter(F.col(ERROR).isNotNull())
+
+
+def strip(df: DataFrame) -> DataFrame:
+    return df.drop(*[c for c in INTERNAL_COLUMNS if c in df.columns])
+
+
+def log_failed(policy: ErrorPolicy, failed: DataFrame, connector: str, task: int, sink: bool,
+               render: Callable[[Any], str] | None = None) -> int:
+    """Log each failed record as Kafka's LogReporter does (streamed, never collected whole); the count."""
+    count = 0
+    cols = [ERROR] + [c for c in (ORIGIN, TOPIC, PARTITION, SEQ, "key", "value") if c in failed.columns]
+    rows: Iterable[Any] = failed.select(*cols).toLocalIterator() if policy.log_enable else ()
+    for row in rows:
+        count += 1
+        log.error(log_line(policy, row, connector, task, sink, render))
+    if not policy.log_enable:
+        count = failed.count()
+    return count
+
+
+def log_line(policy: ErrorPolicy, row: Any, connector: str, task: int, sink: bool,
+             render: Callable[[Any], str] | None) -> str:
+    e = row[ERROR]
+    text = (f"Error encountered in task {connector}-{task}. Executing stage '{e['stage']}' with class "
+            f"'{e['class']}'")
+    if policy.log_include_messages:
+        if sink and ORIGIN in row:
+            o = row[ORIGIN]
+            ts = o[TIMESTAMP]
+            millis = "" if ts is None else f", timestamp={int(ts.timestamp() * 1000)}, timestampType=CreateTime"
+            text += (f", where consumed record is {{topic='{o[TOPIC]}', partition={o[PARTITION]}, "
+                     f"offset={o[OFFSET]}{millis}}}")
+        elif not sink:
+            key = render(row["key"]) if render and "key" in row else row["key"] if "key" in row else None
+            value = render(row["value"]) if render and "value" in row else row["value"] if "value" in row else None
+            text += (f", where source record is = SourceRecord{{topic='{row[TOPIC]}', "
+                     f"kafkaPartition={row[PARTITION] if PARTITION in row else None}, key={key}, value={value}}}")
+    return f"{text}. {e['exception']}: {e['message']}"
+
+
+def dead_letters(failed: DataFrame, connector: str, task: int, context_headers: bool) -> DataFrame:
+    """Kafka's DeadLetterQueueReporter: the consumed record's key, value, headers and timestamp, with the
+    `__connect.errors.*` context headers appended when asked. Partition left to the DLQ topic."""
+    o = F.col(ORIGIN)
+    headers = F.coalesce(o[HEADERS], F.array().cast("array<struct<key:string,value:binary>>"))
+    if context_headers:
+        e = F.col(ERROR)
+
+        def h(name: str, value: Column) -> Column:
+            return F.struct(F.lit(HEADER_PREFIX + name).alias("key"), value.cast("string").cast("binary").alias("value"))
+
+        trace = F.concat(e["exception"], F.lit(": "), F.coalesce(e["message"], F.lit("null")),
+                         F.lit("\n\tat "), F.coalesce(e["class"], F.lit("?")), F.lit(" ("), e["stage"], F.lit(")"))
+        extra = [h("topic", o[TOPIC]), h("partition", o[PARTITION]), h("offset", o[OFFSET]),
+                 h("connector.name", F.lit(connector)), h("task.id", F.lit(str(task))), h("stage", e["stage"]),
+                 h("class.name", e["class"]), h("exception.class.name", e["exception"])]
+        message = h("exception.message", e["message"])
+        extra_array = F.array(*extra, h("exception.stacktrace", trace))
+        extra_array = F.when(e["message"].isNull(), extra_array).otherwise(
+            F.array(*extra, message, h("exception.stacktrace", trace)))
+        headers = F.concat(headers, extra_array)
+    return failed.select(
+        F.lit(None).cast("int").alias(PARTITION), o["key"].alias("key"), o["value"].alias("value"),
+        headers.alias(HEADERS), o[TIMESTAMP].alias(TIMESTAMP), o[OFFSET].alias(SEQ),
+        F.lit(None).cast("int").alias("key_schema_id"), F.lit(None).cast("int").alias("value_schema_id"))

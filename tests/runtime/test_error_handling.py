@@ -1,0 +1,132 @@
+"""errors.tolerance, the dead letter queue and error logs, end to end in real processes (the book ch. 4).
+
+A sink reads a topic holding poison records (bytes that are not JSON for a JsonConverter); with
+`errors.tolerance=none` the task fails naming the first one and commits nothing; with `all` the good
+records reach the sink, the poison ones go to the dead letter queue with Kafka's `__connect.errors.*`
+headers, and a crash at any step of such a batch converges on the state of a run that never crashed.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from ingest.runtime.faults import CRASH_EXIT
+from tests.conftest import cli, write_worker
+
+VALUES = ['{"a":1}', "not json", '{"a":2}', "{broken", '{"a":3}']
+
+
+def _setup(tmp_path: Path, tag: str, **errors: str):
+    lake = tmp_path / tag / "lake"
+    lake.mkdir(parents=True)
+    worker = write_worker(tmp_path / tag / "worker.properties", lake)
+    assert cli("topics", "create", "events", "--partitions", "1", worker=worker).returncode == 0
+    r = cli("topics", "produce", "events", worker=worker, stdin="".join(v + "\n" for v in VALUES))
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / tag / "sink.out"
+    config = tmp_path / tag / "c.json"
+    config.write_text(json.dumps({
+        "name": "snk", "connector.class": "FileStreamSink", "topics": "events", "file": str(out),
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
+        **errors}))
+    r = cli("connectors", "create", str(config), worker=worker)
+    assert r.returncode == 0, r.stderr
+    return lake, worker, out
+
+
+DLQ = {"errors.tolerance": "all", "errors.deadletterqueue.topic.name": "events-dlq",
+       "errors.deadletterqueue.context.headers.enable": "true", "errors.log.enable": "true",
+       "errors.log.include.messages": "true"}
+
+
+def _dlq(lake: Path) -> list[dict]:
+    rows = DeltaTable(str(lake / "topics" / "events-dlq")).to_pyarrow_table(
+        columns=["partition", "offset", "key", "value", "headers"]).to_pylist()
+    for r in rows:
+        r["headers"] = {h["key"]: h["value"].decode() for h in r["headers"]}
+    return sorted(rows, key=lambda r: r["offset"])
+
+
+def _offsets(worker: Path):
+    return json.loads(cli("offsets", "list", "snk", worker=worker).stdout)["offsets"]
+
+
+def test_tolerance_none_fails_naming_the_record_and_commits_nothing(tmp_path):
+    lake, worker, out = _setup(tmp_path, "none")
+    r = cli("run", "snk", worker=worker)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    assert "offset 1" in r.stderr and "malformed JSON" in r.stderr, r.stderr
+    assert _offsets(worker) == []
+    assert not (lake / "topics" / "events-dlq").exists()
+
+
+def test_tolerance_all_routes_poison_records_to_the_dead_letter_queue(tmp_path):
+    lake, worker, out = _setup(tmp_path, "dlq", **DLQ)
+    r = cli("run", "snk", worker=worker)
+    assert r.returncode == 0, r.stderr
+    assert out.read_text().splitlines() == ["{a=1}", "{a=2}", "{a=3}"]
+    letters = _dlq(lake)
+    assert [(x["offset"], x["value"]) for x in letters] == [(0, b"not json"), (1, b"{broken")]
+    h = letters[0]["headers"]
+    assert h["__connect.errors.topic"] == "events"
+    assert h["__connect.errors.partition"] == "0"
+    assert h["__connect.errors.offset"] == "1"
+    assert h["__connect.errors.connector.name"] == "snk"
+    assert h["__connect.errors.task.id"] == "0"
+    assert h["__connect.errors.stage"] == "VALUE_CONVERTER"
+    assert h["__connect.errors.class.name"] == "org.apache.kafka.connect.json.JsonConverter"
+    assert h["__connect.errors.exception.class.name"] == "org.apache.kafka.connect.errors.DataException"
+    assert "malformed JSON" in h["__connect.errors.exception.message"]
+    assert letters[1]["headers"]["__connect.errors.offset"] == "3"
+    # Kafka's LogReporter line, with the consumed record's coordinates (include.messages).
+    assert ("Error encountered in task snk-0. Executing stage 'VALUE_CONVERTER' with class "
+            "'org.apache.kafka.connect.json.JsonConverter', where consumed record is {topic='events', "
+            "partition=0, offset=1, timestamp=") in r.stderr
+    assert [o["offset"] for o in _offsets(worker)] == [{"kafka_offset": 5}]
+    status = json.loads(cli("connectors", "status", "snk", worker=worker).stdout)
+    assert status["tasks"][0]["state"] == "RUNNING"
+
+
+def test_without_context_headers_the_record_keeps_only_its_own(tmp_path):
+    lake, worker, out = _setup(tmp_path, "plain", **{**DLQ, "errors.deadletterqueue.context.headers.enable": "false",
+                                                     "errors.log.enable": "false"})
+    r = cli("run", "snk", worker=worker)
+    assert r.returncode == 0, r.stderr
+    assert [x["headers"] for x in _dlq(lake)] == [{}, {}]
+    assert "Error encountered" not in r.stderr
+
+
+@pytest.fixture(scope="module")
+def dlq_baseline(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dlqbase")
+    lake, worker, out = _setup(tmp, "clean", **DLQ)
+    assert cli("run", "snk", worker=worker).returncode == 0
+    return out.read_text(), _dlq(lake), _offsets(worker)
+
+
+@pytest.mark.parametrize("step", ["put", "write"])  # after the sink wrote; after the dead letters
+def test_crash_with_dead_letters_converges(tmp_path, dlq_baseline, step):
+    expected_file, expected_dlq, expected_offsets = dlq_baseline
+    lake, worker, out = _setup(tmp_path, "crash", **DLQ)
+    r = cli("run", "snk", worker=worker, env={"LAKECONNECT_CRASH_AT": step})
+    assert r.returncode == CRASH_EXIT, r.stderr
+    r = cli("run", "snk", worker=worker)
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == expected_file
+    assert _dlq(lake) == expected_dlq
+    assert _offsets(worker) == expected_offsets
+
+
+def test_dead_letter_topic_cannot_be_consumed_by_the_same_sink(tmp_path):
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    worker = write_worker(tmp_path / "worker.properties", lake)
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"name": "snk", "connector.class": "FileStreamSink", "topics": "events,events-dlq",
+                                  "file": str(tmp_path / "o"), **DLQ}))
+    r = cli("validate", str(config), worker=worker)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "errors.deadletterqueue.topic.name" in r.stderr + r.stdout
