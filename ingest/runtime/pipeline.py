@@ -18,7 +18,7 @@ from ingest.records import (
     RecordBatch,
 )
 from ingest.runtime.tolerance import (
-    HEADER_CONVERTER, KEY_CONVERTER, ORIGIN, TRANSFORMATION, VALUE_CONVERTER, ErrorPolicy, fill_class, mark,
+    HEADER_CONVERTER, KEY_CONVERTER, ORIGIN, TRANSFORMATION, VALUE_CONVERTER, ErrorPolicy, fill_class, guard, mark,
 )
 
 TOPIC_COLUMNS = ("partition", "key", "value", "headers", "timestamp", "seq", "key_schema_id", "value_schema_id")
@@ -123,16 +123,18 @@ class Pipeline:
             origin += [F.col(KEY).alias(KEY), F.col(VALUE).alias(VALUE), F.col(HEADERS).alias(HEADERS)]
         df = df.withColumn(ORIGIN, F.struct(*origin))
         failed = None
-        if self.policy.tolerate:
-            checks = [(HEADER_CONVERTER, self.header_converter, self.header_converter.header_errors(F.col(HEADERS))),
-                      (KEY_CONVERTER, self.key_converter, self.key_converter.record_errors(df, KEY)),
-                      (VALUE_CONVERTER, self.value_converter, self.value_converter.record_errors(df, VALUE))]
-            checks = [c for c in checks if c[2] is not None]
-            if checks:
-                for stage, plugin, reason in checks:
-                    df = mark(df, stage, plugin_class_name(plugin), reason)
+        checks = [(HEADER_CONVERTER, self.header_converter, self.header_converter.header_errors(F.col(HEADERS))),
+                  (KEY_CONVERTER, self.key_converter, self.key_converter.record_errors(df, KEY)),
+                  (VALUE_CONVERTER, self.value_converter, self.value_converter.record_errors(df, VALUE))]
+        checks = [c for c in checks if c[2] is not None]
+        if checks:  # records no converter can read fail here, named by stage and class
+            for stage, plugin, reason in checks:
+                df = mark(df, stage, plugin_class_name(plugin), reason)
+            if self.policy.tolerate:
                 failed = df.filter(F.col(ERROR).isNotNull())
                 df = df.filter(F.col(ERROR).isNull()).drop(ERROR)
+            else:  # the first one stops the task when the batch is evaluated, before anything is written
+                df = guard(df).drop(ERROR)
         df = df.withColumn(HEADERS, self.header_converter.to_connect_header(F.col(HEADERS)))
         df = df.withColumn(SEQ, F.col(OFFSET))
         batches = []
