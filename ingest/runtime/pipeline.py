@@ -63,6 +63,11 @@ class Pipeline:
         """
         if self.transforms:  # a transform may route records anywhere: the topics must be looked up
             batches = [replace(b, topics=None) for b in batches]
+            if self.policy.tolerate and self.policy.log_include_messages:
+                # Kafka logs a failed source record as it was polled, before the chain changed it.
+                batches = [b if ORIGIN in b.df.columns else b.with_df(b.df.withColumn(ORIGIN, F.struct(
+                    F.col(TOPIC).alias(TOPIC), F.col(PARTITION).alias(PARTITION), F.col(KEY).alias(KEY),
+                    F.col(VALUE).alias(VALUE)))) for b in batches]
         for _label, transform, predicate, negate in self.transforms:
             out: list[RecordBatch] = []
             for batch in batches:

@@ -143,7 +143,7 @@ class BatchRunner:
             return written
 
         records = run_guarded(write, self.name, task_id)
-        failures = sum(log_failed(policy, f, self.name, task_id, sink=False, render=str) for f in failed)
+        failures = sum(log_failed(policy, f, self.name, task_id, sink=False) for f in failed)
         for p in persisted:
             p.unpersist()
         steps.done("write")

@@ -204,22 +204,20 @@ def strip(df: DataFrame) -> DataFrame:
     return df.drop(*[c for c in INTERNAL_COLUMNS if c in df.columns])
 
 
-def log_failed(policy: ErrorPolicy, failed: DataFrame, connector: str, task: int, sink: bool,
-               render: Callable[[Any], str] | None = None) -> int:
+def log_failed(policy: ErrorPolicy, failed: DataFrame, connector: str, task: int, sink: bool) -> int:
     """Log each failed record as Kafka's LogReporter does (streamed, never collected whole); the count."""
     count = 0
     cols = [ERROR] + [c for c in (ORIGIN, TOPIC, PARTITION, SEQ, "key", "value") if c in failed.columns]
     rows: Iterable[Any] = failed.select(*cols).toLocalIterator() if policy.log_enable else ()
     for row in rows:
         count += 1
-        log.error(log_line(policy, row, connector, task, sink, render))
+        log.error(log_line(policy, row, connector, task, sink))
     if not policy.log_enable:
         count = failed.count()
     return count
 
 
-def log_line(policy: ErrorPolicy, row: Any, connector: str, task: int, sink: bool,
-             render: Callable[[Any], str] | None) -> str:
+def log_line(policy: ErrorPolicy, row: Any, connector: str, task: int, sink: bool) -> str:
     e = row[ERROR]
     text = (f"Error encountered in task {connector}-{task}. Executing stage '{e['stage']}' with class "
             f"'{e['class']}'")
@@ -231,11 +229,29 @@ def log_line(policy: ErrorPolicy, row: Any, connector: str, task: int, sink: boo
             text += (f", where consumed record is {{topic='{o[TOPIC]}', partition={o[PARTITION]}, "
                      f"offset={o[OFFSET]}{millis}}}")
         elif not sink:
-            key = render(row["key"]) if render and "key" in row else row["key"] if "key" in row else None
-            value = render(row["value"]) if render and "value" in row else row["value"] if "value" in row else None
-            text += (f", where source record is = SourceRecord{{topic='{row[TOPIC]}', "
-                     f"kafkaPartition={row[PARTITION] if PARTITION in row else None}, key={key}, value={value}}}")
+            record = row[ORIGIN] if ORIGIN in row else row  # as polled, when the pipeline kept it
+            text += (f", where source record is = SourceRecord{{topic='{record[TOPIC]}', "
+                     f"kafkaPartition={record[PARTITION]}, key={render_value(record['key'])}, "
+                     f"value={render_value(record['value'])}}}")
     return f"{text}. {e['exception']}: {e['message']}"
+
+
+def render_value(value: Any) -> str:
+    """A Connect value as Kafka's toString shows it in a log line: Struct{a=1}, {k=v}, [x, y], text."""
+    if value is None:
+        return "null"
+    if hasattr(value, "toPython"):  # a VARIANT: schemaless JSON
+        value = value.toPython()
+    if hasattr(value, "asDict"):
+        fields = value.asDict(recursive=False)
+        return "Struct{" + ",".join(f"{k}={render_value(v)}" for k, v in fields.items() if v is not None) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={render_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(render_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def dead_letters(failed: DataFrame, connector: str, task: int, context_headers: bool) -> DataFrame:

@@ -14,6 +14,7 @@ from deltalake import DeltaTable
 
 from ingest.runtime.faults import CRASH_EXIT
 from tests.conftest import cli, write_worker
+from tests.runtime.helpers import topic_rows
 
 VALUES = ['{"a":1}', "not json", '{"a":2}', "{broken", '{"a":3}']
 
@@ -92,11 +93,14 @@ def test_tolerance_all_routes_poison_records_to_the_dead_letter_queue(tmp_path):
 
 def test_without_context_headers_the_record_keeps_only_its_own(tmp_path):
     lake, worker, out = _setup(tmp_path, "plain", **{**DLQ, "errors.deadletterqueue.context.headers.enable": "false",
-                                                     "errors.log.enable": "false"})
+                                                     "errors.log.include.messages": "false"})
     r = cli("run", "snk", worker=worker)
     assert r.returncode == 0, r.stderr
     assert [x["headers"] for x in _dlq(lake)] == [{}, {}]
-    assert "Error encountered" not in r.stderr
+    # Logged, but without the record: its coordinates and contents only with errors.log.include.messages.
+    assert ("Error encountered in task snk-0. Executing stage 'VALUE_CONVERTER' with class "
+            "'org.apache.kafka.connect.json.JsonConverter'. ") in r.stderr
+    assert "consumed record" not in r.stderr and "not json" not in r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +134,44 @@ def test_dead_letter_topic_cannot_be_consumed_by_the_same_sink(tmp_path):
     r = cli("validate", str(config), worker=worker)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "errors.deadletterqueue.topic.name" in r.stderr + r.stdout
+
+
+def _source(tmp_path: Path, **errors: str):
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    worker = write_worker(tmp_path / "worker.properties", lake)
+    source = tmp_path / "numbers.txt"
+    source.write_text("1\nseven\n3\n")
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({
+        "name": "src", "connector.class": "FileStreamSource", "file": str(source), "topic": "numbers",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "transforms": "toInt", "transforms.toInt.type": "org.apache.kafka.connect.transforms.Cast$Value",
+        "transforms.toInt.spec": "int32", **errors}))
+    assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+    return lake, worker
+
+
+def test_source_transform_failure_stops_the_task_before_any_write(tmp_path):
+    lake, worker = _source(tmp_path)
+    r = cli("run", "src", worker=worker)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "Tolerance exceeded in error handler" in r.stderr
+    assert "TRANSFORMATION" in r.stderr and "org.apache.kafka.connect.transforms.Cast$Value" in r.stderr, r.stderr
+    assert "topic 'numbers'" in r.stderr
+    assert not (lake / "topics" / "numbers").exists()
+    assert json.loads(cli("offsets", "list", "src", worker=worker).stdout)["offsets"] == []
+
+
+def test_source_tolerates_skips_and_logs_failed_records(tmp_path):
+    lake, worker = _source(tmp_path, **{"errors.tolerance": "all", "errors.log.enable": "true",
+                                        "errors.log.include.messages": "true"})
+    r = cli("run", "src", worker=worker)
+    assert r.returncode == 0, r.stderr
+    values = sorted(json.loads(v)["payload"] for (_p, _o, _k, v, _h) in topic_rows(lake, "numbers"))
+    assert values == [1, 3]
+    assert ("Error encountered in task src-0. Executing stage 'TRANSFORMATION' with class "
+            "'org.apache.kafka.connect.transforms.Cast$Value', where source record is = SourceRecord{"
+            "topic='numbers'") in r.stderr
+    assert "value=seven" in r.stderr
+    assert "1 failed records set aside" in r.stdout + r.stderr
