@@ -19,6 +19,7 @@ from ingest.records.schema import DATE, DECIMAL, NUMERIC, TIME, TIMESTAMP, Conne
 
 # Kafka writes a struct's null fields as `null`; Spark's to_json drops them unless told not to.
 TO_JSON_OPTIONS = {"ignoreNullFields": "false"}
+_PLAIN_TEXT_TYPES = ("int8", "int16", "int32", "int64", "boolean")
 REQUIRED_NULL = "Conversion error: null value for field that is required and has no default value"
 
 
@@ -43,6 +44,10 @@ def render(
         physical = _physical(value, schema, options, path)
         if schema.type in ("struct", "array", "map"):  # to_json takes these as they are: no wrapping
             return F.coalesce(F.to_json(physical, TO_JSON_OPTIONS), F.lit("null"))
+        if schema.type in _PLAIN_TEXT_TYPES and schema.logical != DECIMAL:
+            # Integers (Date, Time and Timestamp are integers here too) and booleans: their text is their
+            # JSON, without a trip through the JSON writer.
+            return F.coalesce(physical.cast("string"), F.lit("null"))
         return json_text(physical)
     if schema.type == "struct":
         parts = [F.lit("{")]

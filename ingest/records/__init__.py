@@ -87,24 +87,27 @@ class RecordBatch:
         return cond
 
     def set(self, columns: Mapping[str, Column]) -> RecordBatch:
-        """Set record columns (topic, key, value, headers, timestamp, partition) for the active records.
+        """Set record columns (topic, key, value, headers, timestamp, partition) for the records in scope.
 
         When a column's type changes, every record takes the new expression (a batch holds one type per
-        column); the runtime runs such a transform on the records in scope only.
+        column); the runtime runs such a transform on the records in scope only. Records that failed an
+        earlier stage may change too: they keep their failure, and the runtime handles them from it.
         """
         from pyspark.sql import functions as F
 
         if not columns:
             return self
-        guarded = [n for n in columns if n in self.df.columns] if (
-            ERROR in self.df.columns or SCOPE in self.df.columns) else []
+        # Only a predicate's scope keeps the old value: a record that failed earlier is set aside by the
+        # runtime from its ERROR and ORIGIN (never from these columns), so it need not keep them. Keeping
+        # them would reference every column twice per transform, which Spark inlines down the chain.
+        guarded = [n for n in columns if n in self.df.columns] if SCOPE in self.df.columns else []
         types = {}
         if guarded:  # analysis only, no data: the type each new expression has
             types = {f.name: f.dataType for f in self.df.select(*[columns[n].alias(n) for n in guarded]).schema}
         out = {}
         for name, expr in columns.items():
             if name in types and types[name] == self.df.schema[name].dataType:
-                out[name] = F.when(self.active(), expr).otherwise(F.col(name))
+                out[name] = F.when(F.coalesce(F.col(SCOPE), F.lit(False)), expr).otherwise(F.col(name))
             else:
                 out[name] = expr
         return self.with_df(self.df.withColumns(out))

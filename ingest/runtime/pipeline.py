@@ -58,8 +58,8 @@ class Pipeline:
     def transform(self, batches: list[RecordBatch]) -> list[RecordBatch]:
         """Apply the chain in order; a transform with a predicate only touches the records it matches.
 
-        A record that fails a transform keeps its failure in the ERROR column; later transforms leave it
-        alone (it is neither changed nor dropped) and the runtime handles it as `errors.*` say.
+        A record that fails a transform keeps its first failure in the ERROR column; later transforms
+        never drop it, and the runtime handles it as `errors.*` say (from ERROR and ORIGIN).
         """
         if self.transforms:  # a transform may route records anywhere: the topics must be looked up
             batches = [replace(b, topics=None) for b in batches]

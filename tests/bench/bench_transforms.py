@@ -39,6 +39,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--each", action="store_true", help="also time each transform of the chain alone")
     args = ap.parse_args()
 
     from pyspark.sql import functions as F
@@ -94,6 +95,17 @@ def main() -> None:
     for rep in range(args.reps):  # interleaved, so both see the same machine
         times["none"].append(run(plain, "plain", rep + 1))
         times["chain"].append(run(chained, "chained", rep + 1))
+    if args.each:
+        labels = CHAIN["transforms"].split(",")
+        for i, label in enumerate(labels):
+            one = {k: v for k, v in CHAIN.items() if k.startswith(f"transforms.{label}.")}
+            if label == "extractField":  # needs the key ValueToKey makes
+                one.update({k: v for k, v in CHAIN.items() if k.startswith("transforms.valueToKey.")})
+                one["transforms"] = "valueToKey,extractField"
+            else:
+                one["transforms"] = label
+            took = statistics.median(run(pipeline(one), f"each-{label}", rep + 1) for rep in range(args.reps))
+            print(f"  {one['transforms']:<28} {took:6.2f} s")
     base, chain = statistics.median(times["none"]), statistics.median(times["chain"])
     print(f"rows: {args.rows:,}  reps: {args.reps}")
     print(f"no transform:     {base:6.2f} s  {args.rows / base:12,.0f} records/s")

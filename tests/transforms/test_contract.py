@@ -2,7 +2,7 @@
 
 - it is found by its Kafka class name(s) and documents every setting;
 - under a predicate it leaves the records out of scope exactly as they were;
-- a record that failed an earlier stage is neither changed nor dropped, and keeps its first failure;
+- a record that failed an earlier stage is not dropped and keeps its first failure;
 - columns it does not own (the runtime's own) pass through;
 - it plans no per-record Python.
 """
