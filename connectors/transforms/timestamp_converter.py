@@ -557,7 +557,13 @@ class TimestampConverter(KeyOrValueTransform):
 
     def convert(self, source: str, value: Column, schemaless: bool = False) -> Column:
         """convertTimestamp(value, source): the struct of the converted value and the failure."""
-        return self._then_to_type(self.to_raw(source, value), schemaless)
+        raw = self.to_raw(source, value)
+        if source != TYPE_STRING:
+            # Epoch millis of a Date, Time, Timestamp or unix number is plain arithmetic: Spark compiles
+            # it inline, where `let` (a lambda Spark evaluates without code generation) would cost more.
+            out = self.to_type(raw["value"], schemaless)
+            return converted(out["value"], F.coalesce(raw["error"], out["error"]))
+        return self._then_to_type(raw, schemaless)
 
     def _then_to_type(self, raw: Column, schemaless: bool) -> Column:
         def body(r: Column) -> Column:
