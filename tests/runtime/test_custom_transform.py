@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,10 @@ PLUGIN = Path(__file__).resolve().parents[1] / "plugins" / "lakeconnect-example-
 def plugin_path(tmp_path_factory) -> str:
     """The example plugin pip-installed into its own directory, as a user installs a plugin."""
     target = tmp_path_factory.mktemp("plugin-site")
+    source = tmp_path_factory.mktemp("plugin-src") / PLUGIN.name  # a copy: the build leaves files beside it
+    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
-                        str(PLUGIN)], capture_output=True, text=True, timeout=600)
+                        str(source)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return str(target)
 
