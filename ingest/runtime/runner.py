@@ -312,7 +312,7 @@ class BatchRunner:
         for batch in errant:  # records the sink reported (Kafka's ErrantRecordReporter)
             marked = fill_class(batch.df, plugin_class_name(task))
             if not policy.tolerate:
-                run_guarded(lambda m=marked: guard(m).select(F.lit(1)).collect(), self.name, task_id)
+                run_guarded(lambda m=marked: guard(m).count(), self.name, task_id)
             else:
                 failed.append(marked)
         failures = self._handle_failed_sink_records(failed, group, task_id, batch_id)
