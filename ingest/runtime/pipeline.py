@@ -105,8 +105,13 @@ class Pipeline:
     def serialise(self, batch: RecordBatch, schema_ids: tuple[Any, Any] = (None, None)) -> DataFrame:
         """Connect records -> the topic table's byte columns."""
         df = batch.df
-        df = self.key_converter.from_connect(df, KEY, batch.key_schema)
-        df = self.value_converter.from_connect(df, VALUE, batch.value_schema)
+        for stage, converter, column, schema in ((KEY_CONVERTER, self.key_converter, KEY, batch.key_schema),
+                                                 (VALUE_CONVERTER, self.value_converter, VALUE, batch.value_schema)):
+            try:
+                df = converter.from_connect(df, column, schema)
+            except DataError as e:  # the converter cannot write this schema: say which stage, for errors.*
+                e.stage, e.executing_class = stage, plugin_class_name(converter)
+                raise
         df = df.withColumn(HEADERS, self.header_converter.from_connect_header(F.col(HEADERS)))
         key_id, value_id = schema_ids
         return df.select(

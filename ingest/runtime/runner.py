@@ -27,7 +27,7 @@ from ingest.records import ERROR, TOPIC, RecordBatch
 from ingest.runtime import faults
 from ingest.runtime.pipeline import Pipeline, plugin_class_name, union_all
 from ingest.runtime.tolerance import (
-    KAFKA_PRODUCE, KEY_CONVERTER, ORIGIN, TASK_POLL, TASK_PUT, VALUE_CONVERTER, dead_letters, fill_class, guard,
+    KAFKA_PRODUCE, ORIGIN, TASK_POLL, TASK_PUT, VALUE_CONVERTER, dead_letters, fill_class, guard,
     has_errors, log_failed, run_guarded, split, strip,
 )
 from ingest.state.stores import COMMITTED, EMPTY, PLANNED, Stores
@@ -193,9 +193,8 @@ class BatchRunner:
             except DataError as e:  # the converter cannot write this batch's schema at all
                 if not policy.tolerate:
                     raise
-                stage = KEY_CONVERTER if "key" in str(e).lower() else VALUE_CONVERTER
-                failed.append(batch.fail_all(str(e), stage=stage, executing_class=plugin_class_name(
-                    self.pipeline.key_converter if stage == KEY_CONVERTER else self.pipeline.value_converter)).df)
+                failed.append(batch.fail_all(str(e), stage=getattr(e, "stage", VALUE_CONVERTER),
+                                             executing_class=getattr(e, "executing_class", None)).df)
                 continue
             if frame is not None:
                 frames.append(frame)

@@ -53,3 +53,15 @@ def test_negate_and_header_predicate(spark):
         "transforms.r.predicate": "hasSource", "transforms.r.negate": "true",
         "predicates.hasSource.type": "HasHeaderKey", "predicates.hasSource.name": "source"})
     assert _topics(p.transform([_batch(spark)])) == [(0, "orders"), (1, "no-source"), (2, "no-source")]
+
+
+def test_a_converter_refusing_the_schema_names_its_stage(spark):
+    import pytest
+
+    from ingest.errors import DataError
+
+    p = _pipeline({"value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"})
+    with pytest.raises(DataError) as e:
+        p.serialise(_batch(spark))  # string values with a STRING schema: ByteArrayConverter takes only bytes
+    assert e.value.stage == "VALUE_CONVERTER"
+    assert e.value.executing_class == "org.apache.kafka.connect.converters.ByteArrayConverter"
