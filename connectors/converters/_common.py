@@ -51,6 +51,10 @@ def null_bytes() -> Column:
 
 def map_header_values(headers: Column, convert: Callable[[Column], Column]) -> Column:
     """Apply `convert` to every header value; keys and order stay, a null header array stays null."""
+    if convert is utf8_bytes:
+        # A cast, not a lambda: Spark compiles casts into the batch's generated code, while any lambda
+        # makes it fall back to evaluating the whole projection row by row.
+        return headers.cast("array<struct<key:string,value:binary>>")
     return F.transform(headers, lambda h: F.struct(h["key"].alias("key"), convert(h["value"]).alias("value")))
 
 

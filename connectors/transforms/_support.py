@@ -56,6 +56,18 @@ class KeyOrValueTransform(Transform):
         """Kafka's `operatingSchema(record) == null`: no schema, the value is a VARIANT (or absent)."""
         return self.operating_schema(batch) is None
 
+    def unless_null(self, batch: RecordBatch, result: Column) -> Column:
+        """Kafka's `value == null ? null : result` for the operating part.
+
+        When Spark knows the column holds no null (a source's struct, or a transform's result built from
+        one), this is `result` itself: a conditional around a new struct hides it from the optimizer, which
+        then copies the struct's field expressions into every later reader (each transform after this one
+        and the converter), so a costly field such as a formatted date would be computed many times.
+        """
+        if not batch.df.schema[self.part].nullable:
+            return result
+        return F.when(self.operating_value().isNull(), F.lit(None)).otherwise(result)
+
     def new_record(self, batch: RecordBatch, schema: ConnectSchema | None, value: Column) -> RecordBatch:
         """Kafka's `newRecord(record, updatedSchema, updatedValue)` for the operating part."""
         out = batch.set({self.part: value})

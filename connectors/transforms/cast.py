@@ -555,8 +555,7 @@ class _Cast(KeyOrValueTransform):
         cast, error = convert(value, kind, self.whole_value_type, schema.scale if kind == "decimal" else 0)
         if error is not None:
             batch = batch.fail(value.isNotNull() & error.isNotNull(), error)
-        return self.new_record(batch, out_schema, F.when(value.isNull(), F.lit(None))
-                               .otherwise(_as_schema_type(cast, out_schema)))
+        return self.new_record(batch, out_schema, self.unless_null(batch, _as_schema_type(cast, out_schema)))
 
     def _field_schema(self, field_schema: ConnectSchema, target: str, zone: str) -> ConnectSchema:
         out = ConnectSchema(target, optional=field_schema.optional)
@@ -596,8 +595,7 @@ class _Cast(KeyOrValueTransform):
         if errors:
             first = F.coalesce(*errors)
             batch = batch.fail(value.isNotNull() & first.isNotNull(), first)
-        updated = F.when(value.isNull(), F.lit(None)).otherwise(F.struct(*new_fields))
-        return self.new_record(batch, out_schema, updated)
+        return self.new_record(batch, out_schema, self.unless_null(batch, F.struct(*new_fields)))
 
 
 def _as_schema_type(value: Column, schema: ConnectSchema) -> Column:

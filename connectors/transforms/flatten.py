@@ -114,8 +114,7 @@ class _Flatten(KeyOrValueTransform):
             columns.append(got.alias(leaf.name))
         if errors:
             batch = batch.fail(value.isNotNull() & F.coalesce(*errors).isNotNull(), F.coalesce(*errors))
-        flattened = F.when(value.isNull(), F.lit(None)).otherwise(F.struct(*columns))
-        return self.new_record(batch, out_schema, flattened)
+        return self.new_record(batch, out_schema, self.unless_null(batch, F.struct(*columns)))
 
     # -- schemaless ------------------------------------------------------------------------------------
 

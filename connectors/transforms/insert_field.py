@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from connectors.transforms._support import (
-    CheckedConfigDef, KeyOrValueTransform, as_map, java_class_of, kafka_names, null_if_null, object_of,
+    CheckedConfigDef, KeyOrValueTransform, as_map, java_class_of, kafka_names, object_of,
     put_entries, require_map, required_null_message, struct_get, struct_required_message, to_variant,
 )
 from ingest.config.configdef import ConfigDef, Importance, Type
@@ -190,7 +190,7 @@ class InsertField(KeyOrValueTransform):
                 message = F.coalesce(*checks)
                 batch = batch.fail(present & message.isNotNull(), message)
         struct = F.struct(*[c.alias(f.name) for f, c in copied], *[c.alias(n) for n, c in added])
-        return self.new_record(batch, updated_schema, null_if_null(value, struct))
+        return self.new_record(batch, updated_schema, self.unless_null(batch, struct))
 
 
 _KEY_ALIASES, _VALUE_ALIASES = kafka_names("InsertField")

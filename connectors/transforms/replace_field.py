@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from connectors.transforms._support import (
-    KeyOrValueTransform, as_map, java_class_of, kafka_names, null_if_null, object_of, put_entries, require_map,
+    KeyOrValueTransform, as_map, java_class_of, kafka_names, object_of, put_entries, require_map,
     required_null_message, struct_get, struct_required_message, to_variant,
 )
 from ingest.config.configdef import ConfigDef, Importance, Type
@@ -157,7 +157,7 @@ class ReplaceField(KeyOrValueTransform):
         if checks:
             message = F.coalesce(*checks)
             batch = batch.fail(present & message.isNotNull(), message)
-        return self.new_record(batch, updated_schema, null_if_null(value, F.struct(*columns)))
+        return self.new_record(batch, updated_schema, self.unless_null(batch, F.struct(*columns)))
 
 
 _KEY_ALIASES, _VALUE_ALIASES = kafka_names("ReplaceField")

@@ -63,7 +63,7 @@ class _SetSchemaMetadata(KeyOrValueTransform):
                           version=self.schema_version if self.schema_version is not None else schema.version)
         if self.replace_null_with_default and any(f.schema.default is not None for f in schema.fields):
             rebuilt = F.struct(*[struct_get(value, f).alias(f.name) for f in schema.fields])
-            return self.new_record(batch, updated, F.when(value.isNull(), F.lit(None)).otherwise(rebuilt))
+            return self.new_record(batch, updated, self.unless_null(batch, rebuilt))
         return self.new_record(batch, updated, value)
 
 

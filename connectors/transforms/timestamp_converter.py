@@ -187,7 +187,9 @@ def _format_millis(tokens: list[Token], millis: Column) -> Column:
         parts = [_format_token(t, p) for t in tokens]
         return F.concat(*parts) if parts else F.lit("")
 
-    return let(millis, lambda ms: F.when(ms.isNotNull(), let(fields(ms), text)))
+    # Inline, not `let`: a lambda anywhere in a projection makes Spark evaluate all of it without code
+    # generation. Each token reads only its own Calendar field, which the optimizer picks out of the struct.
+    return F.when(millis.isNotNull(), text(fields(millis)))
 
 
 def _format_token(t: Token, p: Column) -> Column:
@@ -622,7 +624,19 @@ class TimestampConverter(KeyOrValueTransform):
             batch = batch.fail(condition & npe, error, exception=NULL_POINTER_EXCEPTION)
         batch = batch.fail(condition & error.isNotNull(), error)
         out = finish(batch, F.col(_WORK)["value"])
-        return out.with_df(out.df.drop(_WORK))
+        return out.with_df(out.df.drop(_WORK, _MILLIS))
+
+    def _convert_in(self, batch: RecordBatch, source: str, value: Column) -> tuple[RecordBatch, Column]:
+        """`convert(source, value)`, with the epoch millis of a non-string source in a working column first.
+
+        The conversion reads the millis many times (range checks, the fast and the general format). As a
+        column reference that is one small node each time; as the expression itself, Spark's optimizer
+        copies it into every reader of every transform after this one, and planning alone takes seconds.
+        """
+        if source == TYPE_STRING:
+            return batch, self.convert(source, value)
+        batch = batch.set({_MILLIS: self.to_raw(source, value)["value"]})  # non-string sources never fail here
+        return batch, self.to_type(F.col(_MILLIS), schemaless=False)
 
     def _apply_schemaless(self, batch: RecordBatch, value: Column) -> RecordBatch:
         if not self.field:
@@ -647,7 +661,8 @@ class TimestampConverter(KeyOrValueTransform):
             except ValueError as e:  # thrown before the value is looked at: tombstones fail too
                 return batch.fail(F.lit(True), str(e), exception=CONNECT_EXCEPTION)
             updated_schema = _type_schema(self.target, schema.optional)
-            return self._with_conversion(batch, self.convert(source, value), F.lit(True),
+            batch, conversion = self._convert_in(batch, source, value)
+            return self._with_conversion(batch, conversion, F.lit(True),
                                          lambda b, v: self.new_record(b, updated_schema, v))
         not_struct = struct_required_message(schema, PURPOSE)
         if not_struct:  # a null value then fails on schema.fields()
@@ -660,7 +675,8 @@ class TimestampConverter(KeyOrValueTransform):
             source = timestamp_type_from_schema(field.schema)
         except ValueError as e:
             return batch.fail(value.isNotNull(), str(e), exception=CONNECT_EXCEPTION)
-        conversion = self.convert(source, struct_get(value, field, self.replace_null_with_default))
+        batch, conversion = self._convert_in(batch, source,
+                                             struct_get(value, field, self.replace_null_with_default))
         return self._with_conversion(batch, conversion, value.isNotNull(), lambda b, v: self._copy_struct(
             b, schema, value, field, v))
 
@@ -685,10 +701,11 @@ class TimestampConverter(KeyOrValueTransform):
         # value; such a default is dropped here.)
         updated_schema = ConnectSchema("struct", schema.optional, schema.name, schema.version, schema.doc,
                                        schema.parameters, fields=tuple(fields))
-        return self.new_record(batch, updated_schema, F.when(value.isNotNull(), F.struct(*columns)))
+        return self.new_record(batch, updated_schema, self.unless_null(batch, F.struct(*columns)))
 
 
 _WORK = "__lc_timestamp_converter"
+_MILLIS = "__lc_timestamp_converter_millis"
 
 
 def _kind_classes() -> Column:
