@@ -63,6 +63,11 @@ def spark_conf(settings: Mapping[str, str] | None = None) -> dict[str, str]:
     given = {k: str(v) for k, v in (settings or {}).items() if k.startswith("spark.")}
     conf.update(given)
     jars = jdbc_driver_jars()
+    from ingest.jvm import jar_path
+
+    own = jar_path()
+    if own is not None:  # lakeconnect's Java functions (Kafka's partitioner), when built
+        jars.append(str(own))
     extra = [j.strip() for j in given.get("spark.jars", "").split(",") if j.strip()]
     all_jars = list(dict.fromkeys(jars + extra))
     if all_jars:

@@ -2,8 +2,9 @@
 
 `murmur2` is a line-by-line port of Kafka's `org.apache.kafka.common.utils.Utils.murmur2` (Java
 `int` arithmetic: 32-bit, wrapping, signed result). `murmur2_array` is the same function over an
-Arrow binary array with numpy (keys grouped by length, each group hashed as one matrix), and
-`partition_column` puts it in a Spark plan as an Arrow UDF: no per-row Python.
+Arrow binary array with numpy (keys grouped by length, each group hashed as one matrix).
+`partition_column` puts Kafka's partitioner in a Spark plan: the Java function of `ingest.jvm` when the
+session has it, else an Arrow UDF over `murmur2_array` (no per-row Python either way).
 """
 
 from __future__ import annotations
@@ -143,9 +144,31 @@ def _partition_udf_body(keys: pa.Array, num_partitions: pa.Array) -> pa.Array:
 
 
 def partition_column(key: Column | str, num_partitions: int) -> Column:
-    """Spark column: Kafka's partition for binary `key` among `num_partitions` (null for a null key)."""
+    """Spark column: Kafka's partition for binary `key` among `num_partitions` (null for a null key).
+
+    The JVM function from `ingest.jvm` when the session has it (Spark runs it in its generated code);
+    else the Arrow UDF over `murmur2_array` (same results, each batch of keys through Python).
+    """
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType
+
+    from ingest.jvm import java_function
+
+    col = (F.col(key) if isinstance(key, str) else key).cast("binary")
+    spark = SparkSession.getActiveSession()
+    if spark is not None and java_function(spark, JVM_FUNCTION, JVM_CLASS, IntegerType()):
+        return F.call_function(JVM_FUNCTION, col, F.lit(int(num_partitions)))
+    return python_partition_column(col, num_partitions)
+
+
+JVM_FUNCTION = "lakeconnect_kafka_partition"
+JVM_CLASS = "io.lakeconnect.KafkaPartition"
+
+
+def python_partition_column(key: Column, num_partitions: int) -> Column:
+    """`partition_column` as an Arrow UDF (the fallback, and the reference the JVM function is tested against)."""
     from pyspark.sql import functions as F
 
     udf = F.arrow_udf(_partition_udf_body, "int")
-    col = F.col(key) if isinstance(key, str) else key
-    return udf(col.cast("binary"), F.lit(int(num_partitions)))
+    return udf(key.cast("binary"), F.lit(int(num_partitions)))

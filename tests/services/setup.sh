@@ -14,7 +14,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
 PACKAGES=(
-    openjdk-17-jre-headless
+    openjdk-17-jdk-headless
     mariadb-server
     mariadb-client
     postgresql
@@ -75,3 +75,6 @@ else
     echo "$stamp" >"$stamp_file"
     echo "setup: .venv ready"
 fi
+
+# --- 3. lakeconnect's Java functions (Kafka's partitioner inside Spark's generated code) -------------
+"$VENV/bin/python" -m ingest.jvm

@@ -57,3 +57,24 @@ def test_spark_column_matches_scalar(spark):
         partition_for_key(b"21", 3),
         partition_for_key(b"foobar", 3),
     ]
+
+
+def test_jvm_partitioner_is_used_and_matches_python(spark):
+    """The session from get_spark loads lakeconnect's Java partitioner (built by the set-up), and it puts
+    every key where Kafka's partitioner and the Python fallback do, across key lengths and counts."""
+    from pyspark.sql import functions as F
+
+    from ingest.topics.murmur2 import JVM_FUNCTION, python_partition_column
+
+    plan = spark.range(1).select(partition_column(F.lit(b"k"), 3).alias("p"))._jdf.queryExecution()
+    assert "KafkaPartition" in plan.analyzed().toString() or JVM_FUNCTION in plan.analyzed().toString()
+    rng = random.Random(11)
+    keys = [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))) for _ in range(2000)]
+    keys += list(KAFKA_VECTORS) + [b"", None]
+    df = spark.createDataFrame([(k,) for k in keys], "key binary")
+    for n in (1, 3, 12, 1000):
+        rows = df.select(partition_column("key", n).alias("jvm"),
+                         python_partition_column(F.col("key"), n).alias("py")).collect()
+        expected = [partition_for_key(k, n) if k is not None else None for k in keys]
+        assert [r.jvm for r in rows] == expected
+        assert [r.py for r in rows] == expected

@@ -1,0 +1,97 @@
+"""Small Java classes that Spark calls inside its generated code, where Python would cost a round trip.
+
+`python -m ingest.jvm` compiles `src/` against Spark's own jars into `lakeconnect-jvm.jar` beside this
+file (the set-up script runs it; it needs a JDK's `javac`). A session from `ingest.spark.get_spark` has
+the jar on its class path when it exists. Without it (no JDK, or a session started elsewhere) callers
+use their Python implementation, which gives the same results more slowly.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType
+
+log = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+JAR = HERE / "lakeconnect-jvm.jar"
+SOURCES = HERE / "src"
+
+_unavailable: set[tuple[str, str]] = set()
+
+
+def sources() -> list[Path]:
+    return sorted(SOURCES.rglob("*.java"))
+
+
+def jar_path() -> Path | None:
+    """The built jar, when it exists and is newer than every source."""
+    if not JAR.is_file():
+        return None
+    built = JAR.stat().st_mtime
+    return JAR if all(src.stat().st_mtime <= built for src in sources()) else None
+
+
+def build(force: bool = False) -> Path:
+    """Compile the sources into the jar (nothing to do when it is up to date)."""
+    if not force and jar_path() is not None:
+        return JAR
+    javac, jar = shutil.which("javac"), shutil.which("jar")
+    if not javac or not jar:
+        raise RuntimeError("building lakeconnect-jvm.jar needs a JDK (javac and jar on PATH), "
+                           "e.g. apt-get install openjdk-17-jdk-headless")
+    import pyspark
+
+    spark_jars = Path(pyspark.__file__).resolve().parent / "jars"
+    classpath = [str(p) for p in sorted(spark_jars.glob("spark-sql-api_*.jar"))]
+    if not classpath:
+        raise RuntimeError(f"no spark-sql-api jar under {spark_jars}: is pyspark installed?")
+    with tempfile.TemporaryDirectory(prefix="lakeconnect-jvm-") as out:
+        subprocess.run([javac, "--release", "17", "-nowarn", "-cp", ":".join(classpath), "-d", out,
+                        *map(str, sources())], check=True)
+        tmp_jar = JAR.with_suffix(".jar.tmp")
+        subprocess.run([jar, "cf", str(tmp_jar), "-C", out, "."], check=True)
+        tmp_jar.replace(JAR)
+    return JAR
+
+
+def java_function(spark: SparkSession, name: str, class_name: str, return_type: DataType) -> bool:
+    """Make `class_name` (a Spark Java UDF) the SQL function `name` of this session, if not done yet.
+
+    False when the session cannot load the class (the jar was not on its class path at start-up); that
+    is remembered per Spark application, so the attempt and its log line happen once.
+    """
+    if spark.catalog.functionExists(name):
+        return True
+    app = spark.sparkContext.applicationId
+    if (app, class_name) in _unavailable:
+        return False
+    try:
+        spark.udf.registerJavaFunction(name, class_name, return_type)
+        return True
+    except Exception as e:  # noqa: BLE001 - any failure to load means: use the Python implementation
+        log.info("%s is not on this Spark session's class path (%s); using the Python implementation. "
+                 "Start the session with spark.jars=%s for the faster one.", class_name,
+                 str(e).splitlines()[0][:200], JAR)
+        _unavailable.add((app, class_name))
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        path = build(force="--force" in args)
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        print(f"lakeconnect-jvm: {e}", file=sys.stderr)
+        return 1
+    print(f"lakeconnect-jvm: {path}")
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from ingest.jvm import main
+
+sys.exit(main())
