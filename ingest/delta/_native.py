@@ -29,13 +29,15 @@ TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
 TIMESTAMP_MICROS = "TIMESTAMP_MICROS"  # Delta's timestamp; Spark's default INT96 is not
 
 
-def write_native(df: DataFrame, plan: WritePlan) -> list[DataFile]:
+def write_native(df: DataFrame, plan: WritePlan, no_dictionary: tuple[str, ...] = ()) -> list[DataFile]:
     spark = df.sparkSession
     if spark.conf.get(TIMESTAMP_CONF) != TIMESTAMP_MICROS:
         spark.conf.set(TIMESTAMP_CONF, TIMESTAMP_MICROS)
     stage = f"w-{plan.version or 0:05d}-{uuid.uuid4().hex}"
     stage_dir = os.path.join(plan.table_uri, stage)
     writer = df.write.option("compression", "snappy")
+    for column in no_dictionary:  # Parquet's per-column setting: try no dictionary on values that rarely repeat
+        writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
     if plan.partition_by:
         writer = writer.partitionBy(*plan.partition_by)
     try:

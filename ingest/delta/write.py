@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ def write_dataframe(
     commit_metadata: Mapping[str, Any] | None = None,
     expected_version: int | None = None,
     engine: str = "auto",
+    no_dictionary: Sequence[str] = (),
 ) -> WriteResult | None:
     """Write `df` to the Delta table at `table_uri` in ONE commit carrying `(app_id, version)`.
 
@@ -49,6 +51,9 @@ def write_dataframe(
     `engine` picks who writes the Parquet files: "arrow" (pyarrow in Python tasks fed by
     `mapInArrow`; any table URI), "spark" (Spark's native writer, local tables; statistics from the
     file footers) or "auto" (spark for local tables unless partitioned by a timestamp, else arrow).
+
+    `no_dictionary`: columns written without Parquet dictionary encoding, for values that rarely repeat
+    (a topic's record values): trying a dictionary and falling back costs time and saves nothing.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -66,9 +71,10 @@ def write_dataframe(
     if plan is None:
         return None
     if _pick_engine(engine, plan) == "spark":
-        files = write_native(df, plan)
+        files = write_native(df, plan, tuple(no_dictionary))
     else:
-        rows = df.mapInArrow(partial(write_task, spec=plan.file_spec()), META_DDL).collect()
+        spec = replace(plan.file_spec(), no_dictionary=tuple(no_dictionary))
+        rows = df.mapInArrow(partial(write_task, spec=spec), META_DDL).collect()
         files = [
             DataFile(r["path"], r["size"], json.loads(r["partition_values"]), r["num_records"], r["stats"])
             for r in rows

@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ingest.api import Converter, HeaderConverter, Predicate, Transform
 from ingest.config.connector import ConnectorSetup
@@ -107,6 +108,11 @@ class Pipeline:
         df = batch.df
         for stage, converter, column, schema in ((KEY_CONVERTER, self.key_converter, KEY, batch.key_schema),
                                                  (VALUE_CONVERTER, self.value_converter, VALUE, batch.value_schema)):
+            if schema is None and isinstance(df.schema[column].dataType, T.NullType):
+                # No key (or value) at all: every converter writes null for null, and a typed null literal
+                # lets Spark prune what depends on it (the key's partition hash).
+                df = df.withColumn(column, F.lit(None).cast("binary"))
+                continue
             try:
                 df = converter.from_connect(df, column, schema)
             except DataError as e:  # the converter cannot write this schema: say which stage, for errors.*

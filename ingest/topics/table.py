@@ -332,6 +332,7 @@ class TopicTable:
                     storage_options=self.storage_options,
                     expected_version=read_version,
                     commit_metadata={"lakeconnect.topic": self.name},
+                    no_dictionary=(VALUE,),
                 )
             except (PySparkException, Py4JError) as e:  # Spark wraps the out-of-range error of a task
                 if f"topic '{self.name}' has {n} partitions" in str(e):
@@ -369,13 +370,12 @@ class TopicTable:
                 F.lit(f" is outside [0, {n})"),
             )
         )
-        chosen = (
-            F.when(part.isNotNull(), F.when((part < 0) | (part >= n), bad).otherwise(part))
-            .when(key.isNotNull(), partition_column(key, n))
-            # Unkeyed: spread evenly by a hash of the record's position (sources' positions are often
-            # strided, e.g. byte offsets of equal-length lines, so position % n would pile them up).
-            .otherwise(F.pmod(F.xxhash64(F.col(SEQ).cast("long"), F.lit(version)), F.lit(n)).cast("int"))
-        )
+        chosen = F.when(part.isNotNull(), F.when((part < 0) | (part >= n), bad).otherwise(part))
+        if not isinstance(types.get(KEY, NullType()), NullType):  # a batch of tombstone keys needs no hashing
+            chosen = chosen.when(key.isNotNull(), partition_column(key, n))
+        # Unkeyed: spread evenly by a hash of the record's position (sources' positions are often
+        # strided, e.g. byte offsets of equal-length lines, so position % n would pile them up).
+        chosen = chosen.otherwise(F.pmod(F.xxhash64(F.col(SEQ).cast("long"), F.lit(version)), F.lit(n)).cast("int"))
         now = F.current_timestamp()
         ts = now if ts_type == LOG_APPEND_TIME else F.coalesce(opt(TIMESTAMP, "timestamp"), now)
         headers = (

@@ -247,3 +247,21 @@ def test_columns_selection(spark, tmp_path, write):
     assert df.columns == ["name", "p"] and df.count() == 10
     with pytest.raises(StateError, match="no column"):
         read_table(spark, uri, columns=["nope"])
+
+
+def test_no_dictionary_columns_with_either_engine(spark, tmp_path):
+    """`no_dictionary` reaches both writers: Spark's (a per-column Parquet option) and pyarrow's."""
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    from ingest.delta import write_dataframe
+
+    df = spark.range(0, 1000, 1, 1).selectExpr("cast(id % 3 as string) as a", "cast(id % 3 as string) as b")
+    for engine in ("spark", "arrow"):
+        uri = str(tmp_path / engine)
+        write_dataframe(df, uri, app_id="t", version=1, engine=engine, no_dictionary=("b",))
+        for f in DeltaTable(uri).file_uris():
+            meta = pq.ParquetFile(f).metadata
+            enc = {meta.schema.column(i).path: meta.row_group(0).column(i).encodings for i in range(meta.num_columns)}
+            assert any("DICTIONARY" in e for e in enc["a"]), (engine, enc)
+            assert not any("DICTIONARY" in e for e in enc["b"]), (engine, enc)

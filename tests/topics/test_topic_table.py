@@ -80,6 +80,27 @@ def test_keyed_records_land_in_murmur2_partitions(spark, tmp_path):
         assert r.partition == partition_for_key(bytes(r.key), 6)
 
 
+def test_values_are_written_without_dictionary_keys_with_one(spark, tmp_path):
+    """Record values rarely repeat: Parquet dictionary pages for them would be tried and dropped on
+    every file, so values never get one (even these, which repeat). Keys (often few, repeated) may."""
+    import pyarrow.parquet as pq
+
+    t = TopicTable(str(tmp_path), "enc")
+    t.create(1)
+    records = spark.range(0, 2000, 1, 1).selectExpr(
+        "cast(concat('key-', cast(id % 3 as string)) as binary) as key",
+        "cast(concat('value-', cast(id % 5 as string)) as binary) as value", "id as seq")
+    t.append(records, app_id="c", version=1)
+    files = [f for f in DeltaTable(t.uri).file_uris() if f.endswith(".parquet")]
+    assert files
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        names = [meta.schema.column(i).path for i in range(meta.num_columns)]  # headers have key/value leaves too
+        encodings = {name: set(meta.row_group(0).column(i).encodings) for i, name in enumerate(names)}
+        assert not any("DICTIONARY" in e for e in encodings["value"]), encodings["value"]
+        assert any("DICTIONARY" in e for e in encodings["key"]), encodings["key"]
+
+
 def test_dense_offsets_in_seq_order_across_appends(spark, tmp_path):
     t = TopicTable(str(tmp_path), "dense")
     t.create(4)
