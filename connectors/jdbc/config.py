@@ -1,0 +1,182 @@
+"""The JDBC source connector's configuration: Confluent's keys (10.7), verbatim, with its defaults."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from connectors.jdbc.dialects import DIALECTS
+from connectors.jdbc.schemas import NUMERIC_MAPPINGS
+from ingest.config.configdef import ConfigDef, Importance, NonEmptyString, Range, Type, ValidString
+from ingest.errors import Problem
+
+CONNECTION_URL = "connection.url"
+CONNECTION_USER = "connection.user"
+CONNECTION_PASSWORD = "connection.password"
+CONNECTION_ATTEMPTS = "connection.attempts"
+CONNECTION_BACKOFF_MS = "connection.backoff.ms"
+CATALOG_PATTERN = "catalog.pattern"
+SCHEMA_PATTERN = "schema.pattern"
+TABLE_WHITELIST = "table.whitelist"
+TABLE_BLACKLIST = "table.blacklist"
+TABLE_INCLUDE_LIST = "table.include.list"
+TABLE_EXCLUDE_LIST = "table.exclude.list"
+TABLE_TYPES = "table.types"
+TABLE_POLL_INTERVAL_MS = "table.poll.interval.ms"
+QUERY = "query"
+QUERY_SUFFIX = "query.suffix"
+MODE = "mode"
+INCREMENTING_COLUMN = "incrementing.column.name"
+TIMESTAMP_COLUMNS = "timestamp.column.name"
+VALIDATE_NON_NULL = "validate.non.null"
+TIMESTAMP_DELAY_MS = "timestamp.delay.interval.ms"
+TIMESTAMP_INITIAL = "timestamp.initial"
+POLL_INTERVAL_MS = "poll.interval.ms"
+BATCH_MAX_ROWS = "batch.max.rows"
+TOPIC_PREFIX = "topic.prefix"
+NUMERIC_MAPPING = "numeric.mapping"
+NUMERIC_PRECISION_MAPPING = "numeric.precision.mapping"
+DB_TIMEZONE = "db.timezone"
+QUOTE_SQL_IDENTIFIERS = "quote.sql.identifiers"
+DIALECT_NAME = "dialect.name"
+QUERY_RETRY_ATTEMPTS = "query.retry.attempts"
+TRANSACTION_ISOLATION_MODE = "transaction.isolation.mode"
+TIMESTAMP_GRANULARITY = "timestamp.granularity"
+
+MODE_BULK = "bulk"
+MODE_INCREMENTING = "incrementing"
+MODE_TIMESTAMP = "timestamp"
+MODE_TIMESTAMP_INCREMENTING = "timestamp+incrementing"
+MODES = (MODE_BULK, MODE_TIMESTAMP, MODE_INCREMENTING, MODE_TIMESTAMP_INCREMENTING)
+TIMESTAMP_INITIAL_CURRENT = -1
+"""`timestamp.initial=-1`: start from the current time (Confluent's TIMESTAMP_INITIAL_CURRENT)."""
+
+
+def jdbc_source_config_def() -> ConfigDef:
+    return (
+        ConfigDef()
+        .define(CONNECTION_URL, Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+                doc="JDBC connection URL: jdbc:mysql://, jdbc:mariadb://, jdbc:postgresql:// or jdbc:sqlite:.",
+                group="Database")
+        .define(CONNECTION_USER, Type.STRING, None, importance=Importance.HIGH, doc="JDBC connection user.",
+                group="Database")
+        .define(CONNECTION_PASSWORD, Type.PASSWORD, None, importance=Importance.HIGH,
+                doc="JDBC connection password.", group="Database")
+        .define(CONNECTION_ATTEMPTS, Type.INT, 3, Range.at_least(1), Importance.LOW,
+                doc="Maximum number of attempts to retrieve a valid JDBC connection.", group="Database")
+        .define(CONNECTION_BACKOFF_MS, Type.LONG, 10000, Range.at_least(0), Importance.LOW,
+                doc="Backoff time in milliseconds between connection attempts.", group="Database")
+        .define(CATALOG_PATTERN, Type.STRING, None, importance=Importance.MEDIUM,
+                doc="Catalog pattern to fetch table metadata from the database (the database, for MySQL).",
+                group="Database")
+        .define(SCHEMA_PATTERN, Type.STRING, None, importance=Importance.MEDIUM,
+                doc="Schema pattern to fetch table metadata from the database (a LIKE pattern).", group="Database")
+        .define(TABLE_WHITELIST, Type.LIST, [], importance=Importance.MEDIUM,
+                doc="List of tables to include in copying (deprecated name of table.include.list).",
+                group="Database")
+        .define(TABLE_BLACKLIST, Type.LIST, [], importance=Importance.MEDIUM,
+                doc="List of tables to exclude from copying (deprecated name of table.exclude.list).",
+                group="Database")
+        .define(TABLE_INCLUDE_LIST, Type.LIST, [], importance=Importance.MEDIUM,
+                doc="List of tables to include in copying; use either it or the exclude list.", group="Database")
+        .define(TABLE_EXCLUDE_LIST, Type.LIST, [], importance=Importance.MEDIUM,
+                doc="List of tables to exclude from copying.", group="Database")
+        .define(TABLE_TYPES, Type.LIST, ["TABLE"], ValidString.of("TABLE", "VIEW", case_insensitive=True),
+                Importance.LOW, doc="Table types to copy: TABLE, VIEW, or both.", group="Database")
+        .define(TABLE_POLL_INTERVAL_MS, Type.LONG, 60000, Range.at_least(0), Importance.LOW,
+                doc="How often to look for new or removed tables (here: at each batch's plan).",
+                group="Connector")
+        .define(DIALECT_NAME, Type.STRING, "", ValidString.of("", *[d.name for d in DIALECTS]), Importance.LOW,
+                doc="The database dialect; empty = from the connection URL.", group="Database")
+        .define(QUOTE_SQL_IDENTIFIERS, Type.STRING, "ALWAYS", ValidString.of("ALWAYS", "NEVER",
+                                                                             case_insensitive=True),
+                Importance.MEDIUM, doc="When to quote table and column names in SQL statements.", group="Database")
+        .define(TRANSACTION_ISOLATION_MODE, Type.STRING, "DEFAULT",
+                ValidString.of("DEFAULT", "READ_UNCOMMITTED", "READ_COMMITTED", "REPEATABLE_READ",
+                               "SERIALIZABLE", "SQL_SERVER_SNAPSHOT", case_insensitive=True),
+                Importance.LOW, doc="Isolation level of the queries.", group="Database")
+        .define(MODE, Type.STRING, "", ValidString.of("", *MODES), Importance.HIGH,
+                doc="How each poll finds rows: bulk (the whole table), incrementing, timestamp, or "
+                    "timestamp+incrementing.", group="Mode")
+        .define(INCREMENTING_COLUMN, Type.STRING, "", importance=Importance.MEDIUM,
+                doc="A strictly incrementing column to detect new rows; empty = the auto-increment column.",
+                group="Mode")
+        .define(TIMESTAMP_COLUMNS, Type.LIST, [], importance=Importance.MEDIUM,
+                doc="Timestamp columns to detect new or modified rows; several are COALESCE'd left to right.",
+                group="Mode")
+        .define(TIMESTAMP_INITIAL, Type.LONG, None, importance=Importance.LOW,
+                doc="The epoch millis of the first timestamp to read; -1 = the current time; unset = all.",
+                group="Mode")
+        .define(VALIDATE_NON_NULL, Type.BOOLEAN, True, importance=Importance.LOW,
+                doc="Check that the incrementing and timestamp columns are NOT NULL.", group="Mode")
+        .define(QUERY, Type.STRING, "", importance=Importance.MEDIUM,
+                doc="A custom query to run instead of copying whole tables.", group="Mode")
+        .define(QUERY_SUFFIX, Type.STRING, "", importance=Importance.LOW,
+                doc="Text appended to every query (e.g. a locking hint).", group="Mode")
+        .define(TIMESTAMP_DELAY_MS, Type.LONG, 0, Range.at_least(0), Importance.HIGH,
+                doc="How long after a row's timestamp before it is read, so that transactions with earlier "
+                    "timestamps can commit first.", group="Connector")
+        .define(DB_TIMEZONE, Type.STRING, "UTC", importance=Importance.MEDIUM,
+                doc="The time zone of the database's DATETIME/TIMESTAMP values.", group="Connector")
+        .define(POLL_INTERVAL_MS, Type.INT, 5000, Range.at_least(0), Importance.HIGH,
+                doc="How often to poll for new data in each table (the schedule's interval here).",
+                group="Connector")
+        .define(BATCH_MAX_ROWS, Type.INT, 100, Range.at_least(1), Importance.LOW,
+                doc="Rows per poll in Confluent's connector; a batch here reads everything below its "
+                    "high-water mark, in parallel.", group="Connector")
+        .define(TOPIC_PREFIX, Type.STRING, validator=None, importance=Importance.HIGH,
+                doc="Prefix of the topic names: <prefix><table>, or the whole topic name with a query.",
+                group="Connector")
+        .define(NUMERIC_MAPPING, Type.STRING, None, ValidString.of(*NUMERIC_MAPPINGS, case_insensitive=True),
+                Importance.LOW, doc="How NUMERIC columns map to Connect types.", group="Connector")
+        .define(NUMERIC_PRECISION_MAPPING, Type.BOOLEAN, False, importance=Importance.LOW,
+                doc="Deprecated: numeric.mapping=precision_only.", group="Connector")
+        .define(QUERY_RETRY_ATTEMPTS, Type.INT, -1, importance=Importance.LOW,
+                doc="Retries of a failed query; -1 = as connection.attempts.", group="Connector")
+        .define(TIMESTAMP_GRANULARITY, Type.STRING, "connect_logical",
+                ValidString.of("connect_logical", "nanos_long", "nanos_string", "nanos_iso_datetime_string"),
+                Importance.LOW, doc="How timestamp columns are represented in records.", group="Connector")
+    )
+
+
+def numeric_mapping(config) -> str:
+    """`numeric.mapping`, or its deprecated boolean form, or none."""
+    mapping = config[NUMERIC_MAPPING]
+    if mapping:
+        return mapping.lower()
+    return "precision_only" if config[NUMERIC_PRECISION_MAPPING] else "none"
+
+
+def tables_included(config) -> list[str]:
+    return config[TABLE_INCLUDE_LIST] or config[TABLE_WHITELIST]
+
+
+def tables_excluded(config) -> list[str]:
+    return config[TABLE_EXCLUDE_LIST] or config[TABLE_BLACKLIST]
+
+
+_WHERE = re.compile(r"\bwhere\b", re.IGNORECASE)
+
+
+def check(values: dict[str, Any]) -> list[Problem]:
+    """What the connector refuses beyond single keys (Confluent's validate() and start() checks)."""
+    problems: list[Problem] = []
+    mode = values.get(MODE) or ""
+    if not mode:
+        problems.append(Problem(MODE, f"is required: one of {', '.join(MODES)}"))
+    include = values.get(TABLE_INCLUDE_LIST) or values.get(TABLE_WHITELIST) or []
+    exclude = values.get(TABLE_EXCLUDE_LIST) or values.get(TABLE_BLACKLIST) or []
+    if include and exclude:
+        problems.append(Problem(TABLE_WHITELIST if values.get(TABLE_WHITELIST) else TABLE_INCLUDE_LIST,
+                                "cannot be set together with a table exclude list "
+                                f"({TABLE_BLACKLIST}/{TABLE_EXCLUDE_LIST}); use one of them"))
+    query = (values.get(QUERY) or "").strip()
+    if query and (include or exclude):
+        problems.append(Problem(QUERY, "cannot be combined with a table include or exclude list: a query "
+                                       "replaces table copying"))
+    if query and mode in (MODE_INCREMENTING, MODE_TIMESTAMP, MODE_TIMESTAMP_INCREMENTING) and _WHERE.search(query):
+        problems.append(Problem(QUERY, f"has a WHERE clause, but mode '{mode}' appends its own WHERE to the "
+                                       "query; wrap it as a subquery: SELECT * FROM (<your query>) AS q"))
+    if mode in (MODE_TIMESTAMP, MODE_TIMESTAMP_INCREMENTING) and not values.get(TIMESTAMP_COLUMNS):
+        problems.append(Problem(TIMESTAMP_COLUMNS, f"is required in mode '{mode}'"))
+    return problems

@@ -1,0 +1,173 @@
+"""Connecting to the database, and finding the tables a JDBC source copies.
+
+Tables are found as Confluent's connector finds them (`DatabaseDialect.tableIds`): every table (and,
+with `table.types`, view) under `catalog.pattern` / `schema.pattern`, then narrowed by the include or
+exclude list, whose entries name a table by its name or its qualified name. Connections are retried
+`connection.attempts` times, `connection.backoff.ms` apart; a database that stays unreachable is a
+RetriableError whose message never holds the password.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from connectors.jdbc.dialects import MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, qualified, redact
+from ingest.errors import ConfigError, Problem, RetriableError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+log = logging.getLogger(__name__)
+
+_SYSTEM_SCHEMAS = {
+    POSTGRES.name: {"pg_catalog", "information_schema", "pg_toast"},
+    MYSQL.name: {"information_schema", "mysql", "performance_schema", "sys"},
+}
+
+
+@dataclass(frozen=True, order=True)
+class TableId:
+    """A table as Confluent's TableId: catalog (MySQL's database), schema (PostgreSQL's), name."""
+
+    catalog: str | None
+    schema: str | None
+    name: str
+
+    def unquoted(self) -> str:
+        """Confluent's fully qualified name without quotes: the `table` of its source partitions."""
+        return ".".join(p for p in (self.catalog, self.schema, self.name) if p)
+
+    def sql(self, dialect: Dialect, quote_mode: str = "ALWAYS") -> str:
+        return qualified([self.catalog, self.schema, self.name], dialect, quote_mode)
+
+    def to_json(self) -> list[str | None]:
+        return [self.catalog, self.schema, self.name]
+
+    @classmethod
+    def from_json(cls, value: list[str | None]) -> TableId:
+        return cls(value[0], value[1], value[2])
+
+
+def connect(url: JdbcUrl, user: str | None, password: str | None, attempts: int = 3, backoff_ms: int = 10000,
+            sleep=time.sleep) -> Engine:
+    """An SQLAlchemy engine whose first connection succeeded, after up to `attempts` tries."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url.sqlalchemy_url(user, password), pool_pre_ping=True, pool_size=2,
+                              max_overflow=2) if url.dialect is not SQLITE else sa.create_engine(
+        url.sqlalchemy_url())
+    if url.dialect is SQLITE:
+        import os
+
+        if not os.path.exists(url.database or ""):
+            raise ConfigError([Problem("connection.url", f"the SQLite database file {url.database} does not "
+                                                         "exist; check the path")])
+    last = None
+    for attempt in range(1, attempts + 1):
+        try:
+            with engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+            return engine
+        except sa.exc.DBAPIError as e:
+            last = _reason(e, password or url.params.get("password"))
+            if _is_auth_failure(e):
+                engine.dispose()
+                raise ConfigError([Problem("connection.user", f"the database at {redact(url.url)} refused the "
+                                                              f"login: {last}; check connection.user and "
+                                                              "connection.password")]) from None
+            log.warning("connection attempt %d of %d to %s failed: %s", attempt, attempts, redact(url.url), last)
+            if attempt < attempts:
+                sleep(backoff_ms / 1000)
+    engine.dispose()
+    raise RetriableError(f"cannot connect to {redact(url.url)} after {attempts} attempt(s) "
+                         f"(connection.attempts): {last}")
+
+
+def _reason(e: Exception, password: str | None) -> str:
+    text = str(getattr(e, "orig", None) or e).splitlines()[0]
+    if password:
+        text = text.replace(password, "[hidden]")
+    return text
+
+
+def _is_auth_failure(e: Exception) -> bool:
+    text = str(getattr(e, "orig", None) or e).lower()
+    return any(s in text for s in ("access denied", "password authentication failed", "authentication failed"))
+
+
+def find_tables(engine: Engine, dialect: Dialect, *, catalog_pattern: str | None, schema_pattern: str | None,
+                table_types: list[str], include: list[str], exclude: list[str]) -> list[TableId]:
+    """The tables to copy, in a stable order."""
+    import sqlalchemy as sa
+
+    inspector = sa.inspect(engine)
+    types = {t.upper() for t in table_types}
+    found: list[TableId] = []
+    for catalog, schema in _namespaces(engine, inspector, dialect, catalog_pattern, schema_pattern):
+        owner = catalog if dialect is MYSQL else schema
+        names = []
+        if "TABLE" in types:
+            names += inspector.get_table_names(schema=owner)
+        if "VIEW" in types:
+            names += inspector.get_view_names(schema=owner)
+        found += [TableId(catalog, schema, n) for n in names if not (dialect is SQLITE and n.startswith("sqlite_"))]
+    found = sorted(set(found))
+    if include:
+        found = [t for t in found if _listed(t, include)]
+    elif exclude:
+        found = [t for t in found if not _listed(t, exclude)]
+    return found
+
+
+def _namespaces(engine, inspector, dialect: Dialect, catalog_pattern: str | None,
+                schema_pattern: str | None) -> list[tuple[str | None, str | None]]:
+    if dialect is SQLITE:
+        return [(None, None)]
+    if dialect is MYSQL:
+        if catalog_pattern:
+            names = [s for s in inspector.get_schema_names() if _like(s, catalog_pattern)]
+        else:
+            with engine.connect() as conn:
+                current = conn.exec_driver_sql("SELECT DATABASE()").scalar()
+            if current is None:
+                raise ConfigError([Problem("connection.url", "names no database; add it to the URL "
+                                                             "(jdbc:mysql://host:port/<database>) or set "
+                                                             "catalog.pattern")])
+            names = [current]
+        return [(n, None) for n in names if n not in _SYSTEM_SCHEMAS[MYSQL.name] or catalog_pattern]
+    schemas = [s for s in inspector.get_schema_names()
+               if (_like(s, schema_pattern) if schema_pattern else s not in _SYSTEM_SCHEMAS[POSTGRES.name])]
+    return [(None, s) for s in schemas]
+
+
+def _like(value: str, pattern: str) -> bool:
+    """SQL LIKE, as JDBC's metadata patterns: % any run, _ one character."""
+    glob = pattern.replace("[", "[[]").replace("*", "[*]").replace("?", "[?]").replace("%", "*").replace("_", "?")
+    return fnmatch.fnmatchcase(value, glob)
+
+
+def _listed(table: TableId, entries: list[str]) -> bool:
+    names = {table.name, table.unquoted()}
+    if table.schema:
+        names.add(f"{table.schema}.{table.name}")
+    if table.catalog:
+        names.add(f"{table.catalog}.{table.name}")
+    return any(e.strip().strip('`"') in names for e in entries)
+
+
+def group_tables(tables: list[Any], max_tasks: int) -> list[list[Any]]:
+    """Kafka's ConnectorUtils.groupPartitions: contiguous groups, the first ones one larger."""
+    groups = min(len(tables), max_tasks)
+    if groups == 0:
+        return []
+    per, extra = divmod(len(tables), groups)
+    out, start = [], 0
+    for i in range(groups):
+        size = per + (1 if i < extra else 0)
+        out.append(tables[start:start + size])
+        start += size
+    return out

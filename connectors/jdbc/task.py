@@ -1,0 +1,441 @@
+"""The JDBC source task: plan a batch from the database's high-water marks, read it with Spark's JDBC reader.
+
+Source partitions and offsets have Confluent's shape: partition `{"protocol": "1", "table": "<db>.<table>"}`
+(the table's unquoted qualified name); offsets `{"incrementing": N}`, `{"timestamp": ms, "timestamp_nanos":
+ns}`, or all three in `timestamp+incrementing`. A bulk copy commits `{"lakeconnect.bulk.polled.ms": ms}`
+(Confluent commits nothing for bulk), so a bulk table is copied again only once `poll.interval.ms` has
+passed since its last copy.
+
+Exactly once: `plan` asks the database, through SQLAlchemy with bound values, for each table's high-water
+mark (the largest incrementing value; the largest (timestamp, incrementing) below now minus
+`timestamp.delay.interval.ms`) and the runtime persists it before `read`. `read` reads exactly the rows
+between the committed offset and that mark, so a batch run again after a crash reads the same rows.
+The bounds are numbers and timestamps this task took from the database, written into Spark's query as
+checked literals; table and column names are always quoted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from connectors.jdbc import config as C
+from connectors.jdbc.dialects import MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, parse_jdbc_url, quote_identifier
+from connectors.jdbc.discovery import TableId, connect
+from connectors.jdbc.schemas import Column as DbColumn
+from connectors.jdbc.schemas import describe_columns, value_schema
+from connectors.jdbc.source import task_tables
+from ingest.api import PlannedRange, SourcePlan, SourceTask
+from ingest.errors import ConfigError, Problem
+from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
+from ingest.records.schema import DATE as DATE_LOGICAL
+from ingest.records.schema import TIME as TIME_LOGICAL
+from ingest.records.schema import TIMESTAMP as TIMESTAMP_LOGICAL
+from ingest.records.schema import ConnectSchema
+from ingest.state.tables import canonical_json
+
+INCREMENTING = "incrementing"
+TS = "timestamp"
+TS_NANOS = "timestamp_nanos"
+BULK_POLLED = "lakeconnect.bulk.polled.ms"
+_SQLITE_TS = "strftime('%Y-%m-%d %H:%M:%f', {})"
+_HEADERS_TYPE = T.ArrayType(T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.StringType())]))
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    table: TableId
+    columns: list[DbColumn]
+    schema: ConnectSchema
+    incrementing: str | None
+    timestamps: list[str]
+
+
+class JdbcSourceTask(SourceTask):
+    def __init__(self, config, context):
+        super().__init__(config, context)
+        self.url: JdbcUrl = parse_jdbc_url(config[C.CONNECTION_URL])
+        self.dialect: Dialect = self.url.dialect
+        self.mode: str = config[C.MODE]
+        self.quote_mode: str = config[C.QUOTE_SQL_IDENTIFIERS].upper()
+        self.tables = task_tables(config)
+        self._engine = None
+        self._infos: dict[TableId, TableInfo] = {}
+        try:
+            self.zone = ZoneInfo(config[C.DB_TIMEZONE] or "UTC")
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError([Problem(C.DB_TIMEZONE, f"unknown time zone '{config[C.DB_TIMEZONE]}'; use an IANA "
+                                                      "name such as UTC or Europe/Paris")]) from None
+
+    # --- connections ----------------------------------------------------------------------------------
+
+    @property
+    def engine(self):
+        if self._engine is None:
+            self._engine = connect(self.url, self.config[C.CONNECTION_USER],
+                                   self.config.secret(C.CONNECTION_PASSWORD), self.config[C.CONNECTION_ATTEMPTS],
+                                   self.config[C.CONNECTION_BACKOFF_MS])
+        return self._engine
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def q(self, name: str) -> str:
+        return quote_identifier(name, self.dialect, self.quote_mode)
+
+    # --- tables ---------------------------------------------------------------------------------------
+
+    def info(self, table: TableId) -> TableInfo:
+        if table not in self._infos:
+            import sqlalchemy as sa
+
+            owner = table.catalog if self.dialect is MYSQL else table.schema
+            inspector = sa.inspect(self.engine)
+            try:
+                raw = inspector.get_columns(table.name, schema=owner)
+            except sa.exc.NoSuchTableError:
+                raise ConfigError([Problem(C.TABLE_WHITELIST, f"table {table.unquoted()} does not exist (any more); "
+                                                              "check the include list")]) from None
+            columns = describe_columns(self.dialect, raw)
+            incrementing = self._incrementing_column(table, columns)
+            timestamps = list(self.config[C.TIMESTAMP_COLUMNS]) if self.mode in (
+                C.MODE_TIMESTAMP, C.MODE_TIMESTAMP_INCREMENTING) else []
+            by_name = {c.name: c for c in columns}
+            for name in timestamps:
+                if name not in by_name:
+                    raise ConfigError([Problem(C.TIMESTAMP_COLUMNS, f"column '{name}' is not in table "
+                                                                    f"{table.unquoted()} (columns: "
+                                                                    f"{', '.join(by_name)})")])
+            if self.config[C.VALIDATE_NON_NULL]:
+                for name, key in [(incrementing, C.INCREMENTING_COLUMN)] + [(t, C.TIMESTAMP_COLUMNS) for t in timestamps]:
+                    if name and by_name[name].nullable and not (name in timestamps and self.dialect is MYSQL):
+                        raise ConfigError([Problem(key, f"cannot make incremental queries using column '{name}' "
+                                                        f"of {table.unquoted()}: it is nullable; make it NOT "
+                                                        f"NULL or set {C.VALIDATE_NON_NULL}=false")])
+            required = frozenset([incrementing] if incrementing else []) | frozenset(timestamps)
+            schema, kept = value_schema(table.name, columns, _numeric_mapping(self.config), required)
+            self._infos[table] = TableInfo(table, kept, schema, incrementing, timestamps)
+        return self._infos[table]
+
+    def _incrementing_column(self, table: TableId, columns: list[DbColumn]) -> str | None:
+        if self.mode not in (C.MODE_INCREMENTING, C.MODE_TIMESTAMP_INCREMENTING):
+            return None
+        name = self.config[C.INCREMENTING_COLUMN]
+        by_name = {c.name: c for c in columns}
+        if name:
+            if name not in by_name:
+                raise ConfigError([Problem(C.INCREMENTING_COLUMN, f"column '{name}' is not in table "
+                                                                  f"{table.unquoted()} (columns: {', '.join(by_name)})")])
+            column = by_name[name]
+        else:
+            auto = [c for c in columns if c.autoincrement]
+            if len(auto) != 1:
+                raise ConfigError([Problem(C.INCREMENTING_COLUMN, f"is empty, and table {table.unquoted()} has "
+                                                                  f"{'no' if not auto else 'more than one'} "
+                                                                  "auto-increment column; name the column")])
+            column = auto[0]
+        if column.jdbc_type not in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT") and not (
+                column.jdbc_type in ("NUMERIC", "DECIMAL") and column.scale == 0):
+            raise ConfigError([Problem(C.INCREMENTING_COLUMN, f"column '{column.name}' of {table.unquoted()} is "
+                                                              f"{column.sql_type}, not an integer")])
+        return column.name
+
+    def partition(self, table: TableId) -> dict[str, str]:
+        return {"protocol": "1", "table": table.unquoted()}
+
+    def topic(self, table: TableId) -> str:
+        return f"{self.config[C.TOPIC_PREFIX]}{table.name}"
+
+    # --- plan -----------------------------------------------------------------------------------------
+
+    def plan(self, committed: Mapping[str, Any]) -> SourcePlan:
+        if (self.config[C.QUERY] or "").strip():
+            raise ConfigError([Problem(C.QUERY, "query mode is not available yet in this version; copy tables "
+                                                "with table.whitelist")])
+        now_ms = int(time.time() * 1000)
+        ranges = []
+        for table in self.tables:
+            partition = self.partition(table)
+            offset = committed.get(canonical_json(partition))
+            planned = self._plan_table(table, offset, now_ms)
+            if planned is not None:
+                ranges.append(PlannedRange(partition, offset, planned))
+        return SourcePlan(tuple(ranges), {"timestamp_ms": now_ms})
+
+    def _plan_table(self, table: TableId, offset: Mapping[str, Any] | None, now_ms: int) -> dict | None:
+        info = self.info(table)
+        if self.mode == C.MODE_BULK:
+            last = (offset or {}).get(BULK_POLLED)
+            if last is not None and now_ms - int(last) < self.config[C.POLL_INTERVAL_MS]:
+                return None
+            return {BULK_POLLED: now_ms}
+        import sqlalchemy as sa
+
+        t = table.sql(self.dialect, self.quote_mode)
+        where, params = self._after(info, offset)
+        if self.mode == C.MODE_INCREMENTING:
+            sql = f"SELECT MAX({self.q(info.incrementing)}) FROM {t}" + (f" WHERE {where}" if where else "")
+            with self.engine.connect() as conn:
+                top = conn.execute(sa.text(sql), params).scalar()
+            return None if top is None else {INCREMENTING: int(top)}
+        ts = self._ts_expr(info)
+        bound = self._db_now(now_ms) - dt.timedelta(milliseconds=self.config[C.TIMESTAMP_DELAY_MS])
+        conds = [f"{ts} < {self.p('bound')}"] + ([where] if where else [])
+        order = f"{ts} DESC" + (f", {self.q(info.incrementing)} DESC" if info.incrementing else "")
+        cols = f"{ts}" + (f", {self.q(info.incrementing)}" if info.incrementing else "")
+        sql = f"SELECT {cols} FROM {t} WHERE {' AND '.join(conds)} ORDER BY {order} LIMIT 1"
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.text(sql), {**params, "bound": self.naive(bound)}).first()
+        if row is None:
+            return None
+        out = _ts_offset(self.parse_ts(row[0]))
+        if info.incrementing:
+            out[INCREMENTING] = int(row[1])
+        return out
+
+    def _after(self, info: TableInfo, offset: Mapping[str, Any] | None) -> tuple[str, dict]:
+        """The SQL condition (with bound parameters) for rows after `offset` (Confluent's criteria)."""
+        inc = self.q(info.incrementing) if info.incrementing else None
+        if self.mode == C.MODE_INCREMENTING:
+            if offset is None or offset.get(INCREMENTING) is None:
+                return "", {}
+            return f"{inc} > :last_inc", {"last_inc": int(offset[INCREMENTING])}
+        ts = self._ts_expr(info)
+        last = _offset_ts(offset) if offset else self._initial_ts()
+        if last is None:
+            return f"{ts} IS NOT NULL", {}
+        if self.mode == C.MODE_TIMESTAMP or offset is None or offset.get(INCREMENTING) is None:
+            return f"{ts} > {self.p('last_ts')}", {"last_ts": self.naive(last)}
+        return (f"(({ts} = {self.p('last_ts')} AND {inc} > :last_inc) OR {ts} > {self.p('last_ts')})",
+                {"last_ts": self.naive(last), "last_inc": int(offset[INCREMENTING])})
+
+    def _ts_expr(self, info: TableInfo) -> str:
+        names = [self.q(n) for n in info.timestamps]
+        expr = names[0] if len(names) == 1 else f"COALESCE({', '.join(names)})"
+        return _SQLITE_TS.format(expr) if self.dialect is SQLITE else expr
+
+    def p(self, name: str) -> str:
+        """A bound timestamp parameter (SQLite compares timestamps as text: both sides normalised)."""
+        return _SQLITE_TS.format(":" + name) if self.dialect is SQLITE else ":" + name
+
+    def naive(self, value: dt.datetime) -> dt.datetime:
+        """An instant as the database's DATETIME holds it: wall time in `db.timezone`, no zone."""
+        return value.astimezone(self.zone).replace(tzinfo=None)
+
+    def parse_ts(self, value: Any) -> dt.datetime:
+        """A DATETIME value read from the database (wall time in `db.timezone`) as an instant."""
+        if isinstance(value, dt.datetime):
+            return value.astimezone(dt.timezone.utc) if value.tzinfo else value.replace(tzinfo=self.zone)
+        if isinstance(value, dt.date):
+            return dt.datetime(value.year, value.month, value.day, tzinfo=self.zone)
+        parsed = dt.datetime.fromisoformat(str(value).strip().replace("T", " "))
+        return parsed.astimezone(dt.timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=self.zone)
+
+    def _initial_ts(self) -> dt.datetime | None:
+        initial = self.config[C.TIMESTAMP_INITIAL]
+        if initial is None:
+            return None
+        if initial == C.TIMESTAMP_INITIAL_CURRENT:
+            return self._db_now(int(time.time() * 1000))
+        return dt.datetime.fromtimestamp(initial / 1000, dt.timezone.utc)
+
+    def _db_now(self, now_ms: int) -> dt.datetime:
+        """Now, in UTC (the database's clock where it has one, as Confluent asks the database)."""
+        import sqlalchemy as sa
+
+        sql = {MYSQL: "SELECT UTC_TIMESTAMP(6)", POSTGRES: "SELECT (now() AT TIME ZONE 'UTC')",
+               SQLITE: "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"}[self.dialect]
+        with self.engine.connect() as conn:
+            value = conn.execute(sa.text(sql)).scalar()
+        return _parse_ts(value)  # asked in UTC
+
+    # --- read -----------------------------------------------------------------------------------------
+
+    def read(self, plan: SourcePlan) -> list[RecordBatch]:
+        batches = []
+        by_partition = {canonical_json(self.partition(t)): t for t in self.tables}
+        for rng in plan.ranges:
+            table = by_partition.get(canonical_json(rng.partition))
+            if table is None:
+                raise ConfigError([Problem(C.TABLE_WHITELIST, f"planned table {rng.partition.get('table')} is no "
+                                                              "longer one of this task's tables; reset or alter "
+                                                              "the connector's offsets after changing its tables")])
+            batches.append(self._read_table(self.info(table), rng, plan.details["timestamp_ms"]))
+        return batches
+
+    def _read_table(self, info: TableInfo, rng: PlannedRange, timestamp_ms: int) -> RecordBatch:
+        conds = []
+        if self.mode != C.MODE_BULK:
+            after, params = self._after(info, rng.start)
+            upto, more = self._upto(info, rng.end)
+            conds = [c for c in (after, upto) if c]
+            params = {**params, **more}
+        else:
+            params = {}
+        select = ", ".join(self._select_item(c) for c in info.columns)
+        sql = f"SELECT {select} FROM {info.table.sql(self.dialect, self.quote_mode)}"
+        if conds:
+            sql += " WHERE " + " AND ".join(conds)
+        suffix = (self.config[C.QUERY_SUFFIX] or "").strip()
+        if suffix:
+            sql += " " + suffix
+        df = self._spark_read(_inline(sql, params, self.dialect), self._text_columns(info))
+        return self._records(info, df, timestamp_ms)
+
+    def _upto(self, info: TableInfo, end: Mapping[str, Any]) -> tuple[str, dict]:
+        inc = self.q(info.incrementing) if info.incrementing else None
+        if self.mode == C.MODE_INCREMENTING:
+            return f"{inc} <= :end_inc", {"end_inc": int(end[INCREMENTING])}
+        ts = self._ts_expr(info)
+        end_ts = self.naive(_offset_ts(end))
+        if self.mode == C.MODE_TIMESTAMP:
+            return f"{ts} <= {self.p('end_ts')}", {"end_ts": end_ts}
+        return (f"({ts} < {self.p('end_ts')} OR ({ts} = {self.p('end_ts')} AND {inc} <= :end_inc))",
+                {"end_ts": end_ts, "end_inc": int(end[INCREMENTING])})
+
+    def _select_item(self, c: DbColumn) -> str:
+        return self.q(c.name)
+
+    def _text_columns(self, info: TableInfo) -> list[str]:
+        """Columns Spark should read as text: SQLite's driver parses dates with one fixed pattern, so its
+        DATE/TIME/DATETIME values are read as written and parsed in Spark."""
+        if self.dialect is not SQLITE:
+            return []
+        return [c.name for c in info.columns if c.jdbc_type in ("DATE", "TIME", "TIMESTAMP")]
+
+    def _spark_read(self, sql: str, text_columns: list[str] = ()) -> DataFrame:
+        spark = self.context.spark
+        user, password = self.url.credentials(self.config[C.CONNECTION_USER], self.config.secret(C.CONNECTION_PASSWORD))
+        reader = (spark.read.format("jdbc").option("url", self.url.spark_url())
+                  .option("driver", self.dialect.spark_driver).option("query", sql))
+        if user:
+            reader = reader.option("user", user)
+        if password:
+            reader = reader.option("password", password)
+        if self.dialect is MYSQL:
+            reader = reader.option("sessionInitStatement", "SET time_zone = '+00:00'")
+        if text_columns:
+            reader = reader.option("customSchema", ", ".join(f"{self.q_spark(c)} STRING" for c in text_columns))
+        return reader.load()
+
+    def _records(self, info: TableInfo, df: DataFrame, timestamp_ms: int) -> RecordBatch:
+        fields = []
+        for f in info.schema.fields:
+            fields.append(_as_connect(F.col(self.q_spark(f.name)), df.schema[f.name].dataType, f.schema,
+                                      self.config[C.DB_TIMEZONE]).alias(f.name))
+        order = self._order_columns(info)
+        ordered = df.orderBy(*order) if order else df
+        seq = F.monotonically_increasing_id()
+        if self.mode == C.MODE_INCREMENTING or (self.mode == C.MODE_BULK and _single_int_key(info)):
+            key_col = info.incrementing or _single_int_key(info)
+            ordered, seq = df, F.col(self.q_spark(key_col)).cast("long")
+        out = ordered.select(
+            F.lit(self.topic(info.table)).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
+            F.lit(None).cast("void").alias(KEY), F.struct(*fields).alias(VALUE),
+            F.lit(None).cast(_HEADERS_TYPE).alias(HEADERS),
+            (F.lit(timestamp_ms) / 1000).cast("timestamp").alias(TIMESTAMP), seq.alias(SEQ))
+        return RecordBatch(out, None, info.schema, topics=(self.topic(info.table),))
+
+    def _order_columns(self, info: TableInfo) -> list[Column]:
+        if info.timestamps:
+            ts = F.coalesce(*[F.col(self.q_spark(n)) for n in info.timestamps])
+            return [ts] + ([F.col(self.q_spark(info.incrementing))] if info.incrementing else [])
+        return []
+
+    @staticmethod
+    def q_spark(name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+
+def _single_int_key(info: TableInfo) -> str | None:
+    auto = [c for c in info.columns if c.autoincrement and c.jdbc_type in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT")]
+    return auto[0].name if len(auto) == 1 else None
+
+
+def _as_connect(col: Column, spark_type: T.DataType, schema: ConnectSchema, db_timezone: str) -> Column:
+    """A column as read by Spark, in the Spark type of its Connect schema."""
+    logical = schema.logical
+    target = schema.to_spark_type()
+    if logical == TIMESTAMP_LOGICAL:
+        value = col
+        if isinstance(spark_type, T.StringType):
+            value = F.coalesce(F.try_to_timestamp(col), F.timestamp_millis(col.try_cast("long")))
+        if db_timezone and db_timezone.upper() not in ("UTC", "Z", "GMT"):
+            value = F.to_utc_timestamp(value, db_timezone)
+        return value.cast("timestamp")
+    if logical == DATE_LOGICAL:
+        if isinstance(spark_type, T.StringType):
+            return F.to_date(F.try_to_timestamp(col))
+        return col.cast("date")
+    if logical == TIME_LOGICAL:
+        if isinstance(spark_type, T.StringType):
+            ts = F.try_to_timestamp(F.concat(F.lit("1970-01-01 "), col))
+        else:
+            ts = col.cast("timestamp")
+        return F.pmod(F.unix_millis(ts), F.lit(86_400_000)).cast("int")
+    return col.cast(target)
+
+
+def _numeric_mapping(config) -> str:
+    return C.numeric_mapping(config)
+
+
+def _parse_ts(value: Any) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
+    if isinstance(value, (int, float)):
+        return dt.datetime.fromtimestamp(value / 1000, dt.timezone.utc)
+    text = str(value).strip().replace("T", " ")
+    parsed = dt.datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def _ts_offset(value: dt.datetime) -> dict[str, int]:
+    """Confluent's timestamp offset: epoch millis, and the nanoseconds within the second."""
+    value = value.astimezone(dt.timezone.utc)
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    delta = value - epoch
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return {TS: micros // 1000, TS_NANOS: value.microsecond * 1000}
+
+
+def _offset_ts(offset: Mapping[str, Any] | None) -> dt.datetime | None:
+    if not offset or offset.get(TS) is None:
+        return None
+    millis = int(offset[TS])
+    seconds, _ = divmod(millis, 1000)
+    nanos = int(offset.get(TS_NANOS) if offset.get(TS_NANOS) is not None else (millis % 1000) * 1_000_000)
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc) + dt.timedelta(microseconds=nanos // 1000)
+
+
+def _inline(sql: str, params: Mapping[str, Any], dialect: Dialect) -> str:
+    """Spark's JDBC reader takes SQL text: put the bounds in as literals. They are integers and datetimes
+    this task read from the database or its offsets (never configuration text), checked by type here."""
+    def literal(value: Any) -> str:
+        if isinstance(value, bool) or not isinstance(value, (int, dt.datetime)):
+            raise TypeError(f"refusing to inline {type(value).__name__} into SQL")
+        if isinstance(value, int):
+            return str(int(value))
+        text = value.strftime("%Y-%m-%d %H:%M:%S.%f")
+        if dialect is POSTGRES:
+            return f"TIMESTAMP '{text}'"
+        if dialect is SQLITE:
+            return f"'{text[:-3]}'"  # SQLite compares text: 'YYYY-MM-DD HH:MM:SS.SSS'
+        return f"TIMESTAMP'{text}'"
+
+    out = sql
+    for name in sorted(params, key=len, reverse=True):
+        out = out.replace(f":{name}", literal(params[name]))
+    return out

@@ -1,0 +1,173 @@
+"""The JDBC source on a real SQLite file, through the CLI as a user runs it: the book's bulk and
+timestamp+incrementing walk-through, the incrementing mode, and a crash after every step of a batch
+compared with a run that never crashed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ingest.runtime.faults import CRASH_EXIT, SOURCE_STEPS
+from tests.conftest import cli, write_worker
+from tests.runtime.helpers import topic_commits, topic_rows
+
+# The book's table (ch. 5), in SQLite; the timestamp is the one the book prints (1656234290000).
+BOOKS = """
+CREATE TABLE kafka_books (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    title VARCHAR(150) NOT NULL,
+    subtitle VARCHAR(150) NOT NULL,
+    published DATE NOT NULL,
+    timestamp DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES
+  ('Kafka Connect', 'Build and Run Data Pipelines', '2023-10-01', '2022-06-26 09:04:50'),
+  ('Kafka The Definitive Guide', 'Real-time Data and Stream Processing at Scale', '2017-07-07', '2022-06-26 09:04:50');
+"""
+
+TIMESTAMP_CONVERTER = {
+    "transforms": "timestampConverter",
+    "transforms.timestampConverter.type": "org.apache.kafka.connect.transforms.TimestampConverter$Value",
+    "transforms.timestampConverter.field": "published",
+    "transforms.timestampConverter.format": "yyyy-MM-dd",
+    "transforms.timestampConverter.target.type": "string",
+}
+
+
+def _setup(tmp_path: Path, name: str, config: dict, tag: str = "run"):
+    base = tmp_path / tag
+    (base / "lake").mkdir(parents=True)
+    db = base / "inventory.db"
+    con = sqlite3.connect(db)
+    con.executescript(BOOKS)
+    con.close()
+    worker = write_worker(base / "worker.properties", base / "lake",
+                          **{"value.converter": "org.apache.kafka.connect.json.JsonConverter"})
+    f = base / f"{name}.json"
+    f.write_text(json.dumps({"name": name, "config": {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "tasks.max": "1",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "true",
+        "connection.url": f"jdbc:sqlite:{db}", "table.whitelist": "kafka_books", **config}}))
+    r = cli("connectors", "create", str(f), worker=worker)
+    assert r.returncode == 0, r.stderr
+    return base, db, worker
+
+
+def _sql(db: Path, statements: str) -> None:
+    con = sqlite3.connect(db)
+    con.executescript(statements)
+    con.close()
+
+
+def _consume(worker: Path, topic: str) -> list[dict]:
+    r = cli("topics", "consume", topic, "--from-beginning", worker=worker)
+    assert r.returncode == 0, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+
+
+def _offsets(worker: Path, name: str) -> list[dict]:
+    return json.loads(cli("offsets", "list", name, worker=worker).stdout)["offsets"]
+
+
+def test_book_bulk_copy(tmp_path):
+    _, _, worker = _setup(tmp_path, "sqlite-source-bulk", {"topic.prefix": "sqlite-bulk-", "mode": "bulk",
+                                                           "poll.interval.ms": "3600000"})
+    r = cli("run", "sqlite-source-bulk", worker=worker)
+    assert r.returncode == 0, r.stderr
+    events = _consume(worker, "sqlite-bulk-kafka_books")
+    assert [e["payload"] for e in events] == [
+        {"id": 1, "title": "Kafka Connect", "subtitle": "Build and Run Data Pipelines", "published": 19631,
+         "timestamp": 1656234290000},
+        {"id": 2, "title": "Kafka The Definitive Guide", "subtitle": "Real-time Data and Stream Processing at Scale",
+         "published": 17354, "timestamp": 1656234290000}]
+    schema = events[0]["schema"]
+    assert schema["name"] == "kafka_books" and [f["field"] for f in schema["fields"]] == [
+        "id", "title", "subtitle", "published", "timestamp"]
+    assert schema["fields"][3] == {"type": "int32", "optional": False, "name": "org.apache.kafka.connect.data.Date",
+                                   "version": 1, "field": "published"}
+    # Within poll.interval.ms (an hour here) nothing is copied again; a later run copies the whole table.
+    r = cli("run", "sqlite-source-bulk", worker=worker)
+    assert r.returncode == 0 and "nothing new" in r.stdout + r.stderr
+    assert _offsets(worker, "sqlite-source-bulk")[0]["partition"] == {"protocol": "1", "table": "kafka_books"}
+
+
+def test_book_timestamp_incrementing_walkthrough(tmp_path):
+    _, db, worker = _setup(tmp_path, "sqlite-source-inc", {
+        "topic.prefix": "sqlite-inc-", "mode": "timestamp+incrementing", "incrementing.column.name": "id",
+        "timestamp.column.name": "timestamp", **TIMESTAMP_CONVERTER})
+    assert cli("run", "sqlite-source-inc", worker=worker).returncode == 0
+    _sql(db, "INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES ('Mastering Kafka Streams', "
+             "'Building real-time data systems by example', '2021-02-26', '2022-06-26 10:09:02');"
+             "UPDATE kafka_books SET published = '2022-09-23', timestamp = '2022-06-26 10:45:53' WHERE id = 2;")
+    r = cli("run", "sqlite-source-inc", "--until-caught-up", worker=worker)
+    assert r.returncode == 0, r.stderr
+    events = _consume(worker, "sqlite-inc-kafka_books")
+    assert [(e["payload"]["id"], e["payload"]["published"], e["payload"]["timestamp"]) for e in events] == [
+        (1, "2023-10-01", 1656234290000), (2, "2017-07-07", 1656234290000),
+        (3, "2021-02-26", 1656238142000), (2, "2022-09-23", 1656240353000)]  # the book's figures
+    assert events[-1]["schema"]["fields"][3] == {"type": "string", "optional": False, "field": "published"}
+    assert _offsets(worker, "sqlite-source-inc") == [{
+        "partition": {"protocol": "1", "table": "kafka_books"},
+        "offset": {"incrementing": 2, "timestamp": 1656240353000, "timestamp_nanos": 0}}]
+    r = cli("run", "sqlite-source-inc", worker=worker)
+    assert r.returncode == 0 and "nothing new" in r.stdout + r.stderr
+
+
+def test_incrementing_mode_reads_each_new_row_once(tmp_path):
+    _, db, worker = _setup(tmp_path, "inc", {"topic.prefix": "inc-", "mode": "incrementing"})
+    assert cli("run", "inc", worker=worker).returncode == 0
+    _sql(db, "INSERT INTO kafka_books (title, subtitle, published) VALUES ('a', 'b', '2020-01-01');"
+             "UPDATE kafka_books SET title = 'changed' WHERE id = 1;")  # an update is not a new id
+    assert cli("run", "inc", worker=worker).returncode == 0
+    events = _consume(worker, "inc-kafka_books")
+    assert [(e["payload"]["id"], e["payload"]["title"]) for e in events] == [
+        (1, "Kafka Connect"), (2, "Kafka The Definitive Guide"), (3, "a")]
+    assert _offsets(worker, "inc")[0]["offset"] == {"incrementing": 3}
+
+
+def test_nullable_tracking_column_is_refused_with_the_key(tmp_path):
+    _, db, worker = _setup(tmp_path, "nul", {"topic.prefix": "nul-", "mode": "timestamp",
+                                              "timestamp.column.name": "updated"})
+    _sql(db, "ALTER TABLE kafka_books ADD COLUMN updated DATETIME;")
+    r = cli("run", "nul", worker=worker)
+    assert r.returncode == 2, r.stderr
+    assert "timestamp.column.name" in r.stderr and "nullable" in r.stderr and "validate.non.null" in r.stderr
+
+
+INC_CONFIG = {"topic.prefix": "c-", "mode": "timestamp+incrementing", "timestamp.column.name": "timestamp"}
+MORE = ("INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES "
+        + ", ".join(f"('t{i}', 's{i}', '2020-01-{1 + i % 28:02d}', '2022-07-01 00:00:{i % 3:02d}')" for i in range(40))
+        + "; UPDATE kafka_books SET timestamp = '2022-07-02 00:00:00' WHERE id = 1;")
+
+
+def _state(base: Path, worker: Path):
+    return topic_rows(base / "lake", "c-kafka_books"), _offsets(worker, "c")
+
+
+@pytest.fixture(scope="module")
+def inc_baseline(tmp_path_factory):
+    base, db, worker = _setup(tmp_path_factory.mktemp("clean"), "c", INC_CONFIG)
+    assert cli("run", "c", worker=worker).returncode == 0
+    _sql(db, MORE)
+    assert cli("run", "c", worker=worker).returncode == 0
+    return _state(base, worker), topic_commits(base / "lake", "c-kafka_books")
+
+
+@pytest.mark.parametrize("step", SOURCE_STEPS)
+def test_crash_at_each_step_of_an_incremental_batch(tmp_path, inc_baseline, step):
+    expected, commits = inc_baseline
+    base, db, worker = _setup(tmp_path, "c", INC_CONFIG)
+    assert cli("run", "c", worker=worker).returncode == 0
+    _sql(db, MORE)
+    r = cli("run", "c", worker=worker, env={"LAKECONNECT_CRASH_AT": step})
+    assert r.returncode == CRASH_EXIT, r.stderr
+    _sql(db, "INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES "
+             "('late', 'x', '2020-01-01', '2022-06-01 00:00:00');")  # older than the mark: never read
+    r = cli("run", "c", worker=worker)
+    assert r.returncode == 0, r.stderr
+    assert _state(base, worker) == expected
+    assert topic_commits(base / "lake", "c-kafka_books") == commits
+    assert len(expected[0]) == 2 + 40 + 1
