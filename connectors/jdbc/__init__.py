@@ -1,0 +1,1 @@
+"""Confluent's JDBC source connector on Spark: connector, task, dialects, discovery and type mapping."""
