@@ -70,7 +70,9 @@ class JdbcUrl:
         if self.dialect is SQLITE:
             return f"jdbc:sqlite:{self.database}"
         keep = {k: v for k, v in self.params.items() if k.lower() not in ("user", "password")}
-        scheme = "mariadb" if self.dialect is MYSQL else self.scheme  # Debian's driver is MariaDB Connector/J
+        # jdbc:mysql: for both: Spark picks its MySQL dialect (backquoted names) by that prefix, and
+        # Debian's MariaDB Connector/J 2.x accepts it.
+        scheme = "mysql" if self.dialect is MYSQL else self.scheme
         host = self.host or "localhost"
         port = f":{self.port}" if self.port else ""
         query = "?" + "&".join(f"{k}={v}" for k, v in keep.items()) if keep else ""

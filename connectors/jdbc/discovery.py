@@ -96,6 +96,8 @@ def _reason(e: Exception, password: str | None) -> str:
 
 def _is_auth_failure(e: Exception) -> bool:
     text = str(getattr(e, "orig", None) or e).lower()
+    if "role \"" in text and "does not exist" in text:  # PostgreSQL: no such user
+        return True
     return any(s in text for s in ("access denied", "password authentication failed", "authentication failed"))
 
 

@@ -8,10 +8,11 @@ from connectors.jdbc.dialects import MYSQL, POSTGRES, SQLITE, parse_jdbc_url, qu
 from ingest.errors import ConfigError
 
 
-def test_book_url_is_mysql_and_reads_through_mariadb_driver():
+def test_book_url_is_mysql_for_spark_and_sqlalchemy():
     url = parse_jdbc_url("jdbc:mysql://localhost:3306/inventory")
     assert (url.dialect, url.host, url.port, url.database) == (MYSQL, "localhost", 3306, "inventory")
-    assert url.spark_url() == "jdbc:mariadb://localhost:3306/inventory"
+    assert url.spark_url() == "jdbc:mysql://localhost:3306/inventory"
+    assert parse_jdbc_url("jdbc:mariadb://db/inv").spark_url() == "jdbc:mysql://db/inv"  # Spark's MySQL dialect
     assert str(url.sqlalchemy_url("bob", "s3cret")).startswith("mysql+pymysql://bob:")
 
 
