@@ -129,8 +129,10 @@ class Worker:
             tasks.append(entry)
         history = self.stores.runs.history(name)
         last = history[-1] if history else None
-        out = {"name": name, "connector": {"state": conn_state, "worker_id": conn["worker_id"] if conn else ""},
-               "tasks": tasks, "type": self._kind(found["config"])}
+        connector = {"state": conn_state, "worker_id": conn["worker_id"] if conn else ""}
+        if conn and conn["trace"] and conn_state == FAILED:  # Kafka's status shows the connector's trace too
+            connector["trace"] = conn["trace"]
+        out = {"name": name, "connector": connector, "tasks": tasks, "type": self._kind(found["config"])}
         if last:
             out["last_run"] = {k: last[k] for k in ("task", "batch_id", "state", "stats", "error")}
             out["last_run"]["ended_at"] = str(last["ended_at"] or last["written_at"])
@@ -212,7 +214,12 @@ class Worker:
         setup = self.validate(raw, source=f"connector '{name}'")
         secrets.register_config(setup.config, raw)
         connector = setup.connector()
-        task_configs = connector.task_configs(setup.config[TASKS_MAX])[: setup.config[TASKS_MAX]]
+        try:
+            task_configs = connector.task_configs(setup.config[TASKS_MAX])[: setup.config[TASKS_MAX]]
+        except Exception as e:  # the connector could not plan its tasks (e.g. its database is unreachable)
+            trace = str(e) if isinstance(e, LakeConnectError) else "".join(traceback.format_exception(e))
+            self._set_status(name, CONNECTOR_TASK, FAILED, secrets.scrub(trace))
+            raise
         task_ids = range(len(task_configs)) if task is None else [task]
         if task is not None and task >= len(task_configs):
             raise ConfigError([Problem(TASKS_MAX, f"task {task} does not exist; connector '{name}' has "

@@ -171,3 +171,22 @@ def test_crash_at_each_step_of_an_incremental_batch(tmp_path, inc_baseline, step
     assert _state(base, worker) == expected
     assert topic_commits(base / "lake", "c-kafka_books") == commits
     assert len(expected[0]) == 2 + 40 + 1
+
+
+def test_unreachable_database_fails_the_task_after_the_attempts(tmp_path):
+    base = tmp_path / "down"
+    (base / "lake").mkdir(parents=True)
+    worker = write_worker(base / "worker.properties", base / "lake")
+    f = base / "down.json"
+    f.write_text(json.dumps({"name": "down", "connector.class": "JdbcSource", "mode": "bulk", "topic.prefix": "d-",
+                             "connection.url": "jdbc:mysql://127.0.0.1:1/inventory?password=pw-in-url",
+                             "connection.user": "app", "connection.password": "pw-in-config",
+                             "connection.attempts": "2", "connection.backoff.ms": "100"}))
+    assert cli("connectors", "create", str(f), worker=worker).returncode == 0
+    r = cli("run", "down", worker=worker)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "cannot connect to jdbc:mysql://127.0.0.1:1/inventory?password=[hidden] after 2 attempt(s)" in r.stderr
+    status = cli("connectors", "status", "down", worker=worker)
+    assert "FAILED" in status.stdout and "after 2 attempt(s)" in status.stdout
+    for text in (r.stdout, r.stderr, status.stdout):
+        assert "pw-in-url" not in text and "pw-in-config" not in text
