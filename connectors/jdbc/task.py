@@ -39,7 +39,7 @@ from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE
 from ingest.records.schema import DATE as DATE_LOGICAL
 from ingest.records.schema import TIME as TIME_LOGICAL
 from ingest.records.schema import TIMESTAMP as TIMESTAMP_LOGICAL
-from ingest.records.schema import ConnectSchema
+from ingest.records.schema import ConnectSchema, from_spark_type, struct
 from ingest.state.tables import canonical_json
 
 INCREMENTING = "incrementing"
@@ -52,11 +52,19 @@ _HEADERS_TYPE = T.ArrayType(T.StructType([T.StructField("key", T.StringType()), 
 
 @dataclass(frozen=True)
 class TableInfo:
-    table: TableId
+    """What a task reads from one source: a table, or (table None) the configured query."""
+
+    table: TableId | None
     columns: list[DbColumn]
     schema: ConnectSchema
     incrementing: str | None
     timestamps: list[str]
+    source: str
+    """The SQL after FROM: the quoted table, or the query as a subquery."""
+    select: str
+    custom: tuple[tuple[str, str], ...] = ()
+    """(column, Spark type) Spark's reader is told instead of the driver's: SQLite's dates and times as
+    text (parsed in Spark), and the query columns SQLite's driver cannot type."""
 
 
 class JdbcSourceTask(SourceTask):
@@ -67,6 +75,9 @@ class JdbcSourceTask(SourceTask):
         self.mode: str = config[C.MODE]
         self.quote_mode: str = config[C.QUOTE_SQL_IDENTIFIERS].upper()
         self.tables = task_tables(config)
+        self.query: str = (config[C.QUERY] or "").strip()
+        self.units: list[TableId | None] = [None] if self.query else list(self.tables)
+        """What each batch reads: the task's tables, or the query (None)."""
         self._engine = None
         self._infos: dict[TableId, TableInfo] = {}
         try:
@@ -95,7 +106,11 @@ class JdbcSourceTask(SourceTask):
 
     # --- tables ---------------------------------------------------------------------------------------
 
-    def info(self, table: TableId) -> TableInfo:
+    def info(self, table: TableId | None) -> TableInfo:
+        if table is None:
+            if None not in self._infos:
+                self._infos[None] = self._query_info()
+            return self._infos[None]
         if table not in self._infos:
             import sqlalchemy as sa
 
@@ -124,7 +139,11 @@ class JdbcSourceTask(SourceTask):
                                                         f"NULL or set {C.VALIDATE_NON_NULL}=false")])
             required = frozenset([incrementing] if incrementing else []) | frozenset(timestamps)
             schema, kept = value_schema(table.name, columns, _numeric_mapping(self.config), required)
-            self._infos[table] = TableInfo(table, kept, schema, incrementing, timestamps)
+            text = tuple((c.name, "STRING") for c in kept
+                         if self.dialect is SQLITE and c.jdbc_type in ("DATE", "TIME", "TIMESTAMP"))
+            self._infos[table] = TableInfo(table, kept, schema, incrementing, timestamps,
+                                           table.sql(self.dialect, self.quote_mode),
+                                           ", ".join(self.q(c.name) for c in kept), text)
         return self._infos[table]
 
     def _incrementing_column(self, table: TableId, columns: list[DbColumn]) -> str | None:
@@ -150,21 +169,71 @@ class JdbcSourceTask(SourceTask):
                                                               f"{column.sql_type}, not an integer")])
         return column.name
 
-    def partition(self, table: TableId) -> dict[str, str]:
+    def _query_info(self) -> TableInfo:
+        """The query's columns as Spark's JDBC reader types them (from the driver's result metadata); the
+        value struct is unnamed, as Confluent's is in query mode."""
+        source = f"({self.query}) lc_query"
+        probe = self._spark_read(f"SELECT * FROM {source} WHERE 1 = 0")
+        names = [f.name for f in probe.schema.fields]
+        temporal = {f.name: f.dataType for f in probe.schema.fields if isinstance(f.dataType, (T.DateType, T.TimestampType))}
+        text: tuple[tuple[str, str], ...] = ()
+        if self.dialect is SQLITE:
+            text = tuple((f.name, "STRING") for f in probe.schema.fields
+                         if isinstance(f.dataType, (T.DateType, T.TimestampType)))
+            text += self._sqlite_value_types(source, [f.name for f in probe.schema.fields
+                                                      if isinstance(f.dataType, T.DecimalType)])
+            if text:
+                probe = self._spark_read(f"SELECT * FROM {source} WHERE 1 = 0", text)
+        incrementing = None
+        if self.mode in (C.MODE_INCREMENTING, C.MODE_TIMESTAMP_INCREMENTING):
+            incrementing = self.config[C.INCREMENTING_COLUMN]
+            if not incrementing:
+                raise ConfigError([Problem(C.INCREMENTING_COLUMN, "is required with a query: name the query's "
+                                                                  "incrementing column")])
+        timestamps = list(self.config[C.TIMESTAMP_COLUMNS]) if self.mode in (
+            C.MODE_TIMESTAMP, C.MODE_TIMESTAMP_INCREMENTING) else []
+        for name, key in [(incrementing, C.INCREMENTING_COLUMN)] + [(t, C.TIMESTAMP_COLUMNS) for t in timestamps]:
+            if name and name not in names:
+                raise ConfigError([Problem(key, f"column '{name}' is not among the query's columns "
+                                                f"({', '.join(names)})")])
+        required = {incrementing, *timestamps} - {None}
+        # Dates and times SQLite's columns declare keep their Connect type (read as text, parsed in Spark).
+        fields = [(f.name, from_spark_type(temporal.get(f.name, f.dataType),
+                                           optional=f.nullable and f.name not in required))
+                  for f in probe.schema.fields]
+        return TableInfo(None, [], struct(None, *fields), incrementing, timestamps, source, "*", text)
+
+    def _sqlite_value_types(self, source: str, columns: list[str]) -> tuple[tuple[str, str], ...]:
+        """SQLite types values, not query columns (its driver calls an expression NUMERIC): the Spark
+        type of each of `columns` from the type of its first non-null values."""
+        if not columns:
+            return ()
+        import sqlalchemy as sa
+
+        kinds = ", ".join(f"typeof({self.q(c)})" for c in columns)
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(f"SELECT {kinds} FROM {_escape_colons(source)} LIMIT 1000")).fetchall()
+        spark_types = {"integer": "BIGINT", "real": "DOUBLE", "text": "STRING", "blob": "BINARY"}
+        out = []
+        for i, c in enumerate(columns):
+            kind = next((r[i] for r in rows if r[i] != "null"), "text")
+            out.append((c, spark_types.get(kind, "STRING")))
+        return tuple(out)
+
+    def partition(self, table: TableId | None) -> dict[str, str]:
+        if table is None:
+            return {"query": "query"}
         return {"protocol": "1", "table": table.unquoted()}
 
-    def topic(self, table: TableId) -> str:
-        return f"{self.config[C.TOPIC_PREFIX]}{table.name}"
+    def topic(self, table: TableId | None) -> str:
+        return self.config[C.TOPIC_PREFIX] + (table.name if table is not None else "")
 
     # --- plan -----------------------------------------------------------------------------------------
 
     def plan(self, committed: Mapping[str, Any]) -> SourcePlan:
-        if (self.config[C.QUERY] or "").strip():
-            raise ConfigError([Problem(C.QUERY, "query mode is not available yet in this version; copy tables "
-                                                "with table.whitelist")])
         now_ms = int(time.time() * 1000)
         ranges = []
-        for table in self.tables:
+        for table in self.units:
             partition = self.partition(table)
             offset = committed.get(canonical_json(partition))
             planned = self._plan_table(table, offset, now_ms)
@@ -172,7 +241,7 @@ class JdbcSourceTask(SourceTask):
                 ranges.append(PlannedRange(partition, offset, planned))
         return SourcePlan(tuple(ranges), {"timestamp_ms": now_ms})
 
-    def _plan_table(self, table: TableId, offset: Mapping[str, Any] | None, now_ms: int) -> dict | None:
+    def _plan_table(self, table: TableId | None, offset: Mapping[str, Any] | None, now_ms: int) -> dict | None:
         info = self.info(table)
         if self.mode == C.MODE_BULK:
             last = (offset or {}).get(BULK_POLLED)
@@ -181,7 +250,7 @@ class JdbcSourceTask(SourceTask):
             return {BULK_POLLED: now_ms}
         import sqlalchemy as sa
 
-        t = table.sql(self.dialect, self.quote_mode)
+        t = _escape_colons(info.source)
         where, params = self._after(info, offset)
         if self.mode == C.MODE_INCREMENTING:
             sql = f"SELECT MAX({self.q(info.incrementing)}) FROM {t}" + (f" WHERE {where}" if where else "")
@@ -263,10 +332,11 @@ class JdbcSourceTask(SourceTask):
 
     def read(self, plan: SourcePlan) -> list[RecordBatch]:
         batches = []
-        by_partition = {canonical_json(self.partition(t)): t for t in self.tables}
+        by_partition = {canonical_json(self.partition(t)): t for t in self.units}
         for rng in plan.ranges:
-            table = by_partition.get(canonical_json(rng.partition))
-            if table is None:
+            key = canonical_json(rng.partition)
+            table = by_partition.get(key)
+            if key not in by_partition:
                 raise ConfigError([Problem(C.TABLE_WHITELIST, f"planned table {rng.partition.get('table')} is no "
                                                               "longer one of this task's tables; reset or alter "
                                                               "the connector's offsets after changing its tables")])
@@ -282,14 +352,13 @@ class JdbcSourceTask(SourceTask):
             params = {**params, **more}
         else:
             params = {}
-        select = ", ".join(self._select_item(c) for c in info.columns)
-        sql = f"SELECT {select} FROM {info.table.sql(self.dialect, self.quote_mode)}"
+        sql = f"SELECT {info.select} FROM {info.source}"
         if conds:
             sql += " WHERE " + " AND ".join(conds)
         suffix = (self.config[C.QUERY_SUFFIX] or "").strip()
         if suffix:
             sql += " " + suffix
-        df = self._spark_read(_inline(sql, params, self.dialect), self._text_columns(info))
+        df = self._spark_read(_inline(sql, params, self.dialect), info.custom)
         return self._records(info, df, timestamp_ms)
 
     def _upto(self, info: TableInfo, end: Mapping[str, Any]) -> tuple[str, dict]:
@@ -303,17 +372,8 @@ class JdbcSourceTask(SourceTask):
         return (f"({ts} < {self.p('end_ts')} OR ({ts} = {self.p('end_ts')} AND {inc} <= :end_inc))",
                 {"end_ts": end_ts, "end_inc": int(end[INCREMENTING])})
 
-    def _select_item(self, c: DbColumn) -> str:
-        return self.q(c.name)
 
-    def _text_columns(self, info: TableInfo) -> list[str]:
-        """Columns Spark should read as text: SQLite's driver parses dates with one fixed pattern, so its
-        DATE/TIME/DATETIME values are read as written and parsed in Spark."""
-        if self.dialect is not SQLITE:
-            return []
-        return [c.name for c in info.columns if c.jdbc_type in ("DATE", "TIME", "TIMESTAMP")]
-
-    def _spark_read(self, sql: str, text_columns: list[str] = ()) -> DataFrame:
+    def _spark_read(self, sql: str, custom: tuple[tuple[str, str], ...] = ()) -> DataFrame:
         spark = self.context.spark
         user, password = self.url.credentials(self.config[C.CONNECTION_USER], self.config.secret(C.CONNECTION_PASSWORD))
         reader = (spark.read.format("jdbc").option("url", self.url.spark_url())
@@ -324,8 +384,8 @@ class JdbcSourceTask(SourceTask):
             reader = reader.option("password", password)
         if self.dialect is MYSQL:
             reader = reader.option("sessionInitStatement", "SET time_zone = '+00:00'")
-        if text_columns:
-            reader = reader.option("customSchema", ", ".join(f"{self.q_spark(c)} STRING" for c in text_columns))
+        if custom:
+            reader = reader.option("customSchema", ", ".join(f"{self.q_spark(c)} {t}" for c, t in custom))
         return reader.load()
 
     def _records(self, info: TableInfo, df: DataFrame, timestamp_ms: int) -> RecordBatch:
@@ -439,3 +499,8 @@ def _inline(sql: str, params: Mapping[str, Any], dialect: Dialect) -> str:
     for name in sorted(params, key=len, reverse=True):
         out = out.replace(f":{name}", literal(params[name]))
     return out
+
+
+def _escape_colons(sql: str) -> str:
+    """User SQL inside an SQLAlchemy text(): a colon there is text, not a bound parameter."""
+    return sql.replace(":", "\\:")

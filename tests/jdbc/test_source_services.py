@@ -167,3 +167,25 @@ def test_refused_login_is_a_clear_error_without_the_password(tmp_path, database)
     assert "connection.user" in r.stderr and "refused the login" in r.stderr
     status = cli("connectors", "status", "bad", worker=worker)
     assert "Sup3rS3cret" not in status.stdout + status.stderr
+
+
+def test_query_mode_timestamp_incrementing(tmp_path, database):
+    kind, _, engine, schema, _ = database
+    table = f"{schema}.kafka_books" if schema else "kafka_books"
+    worker = _setup(tmp_path, database, "q", {
+        "topic.prefix": "books-q", "mode": "timestamp+incrementing", "incrementing.column.name": "id",
+        "timestamp.column.name": "timestamp", "table.whitelist": "", "schema.pattern": "",
+        "query": f"SELECT id, title, timestamp FROM {table}"})
+    assert cli("run", "q", worker=worker).returncode == 0
+    with engine.begin() as c:
+        c.exec_driver_sql("UPDATE kafka_books SET title = 'Kafka Connect (2nd)', timestamp = '2022-06-27 00:00:00' "
+                          "WHERE id = 1")
+    r = cli("run", "q", worker=worker)
+    assert r.returncode == 0, r.stderr
+    events = _consume(worker, "books-q")
+    assert [(e["payload"]["id"], e["payload"]["title"]) for e in events] == [
+        (1, "Kafka Connect"), (2, "Kafka The Definitive Guide"), (1, "Kafka Connect (2nd)")]
+    assert "name" not in events[0]["schema"]
+    offsets = json.loads(cli("offsets", "list", "q", worker=worker).stdout)["offsets"]
+    assert offsets == [{"partition": {"query": "query"},
+                        "offset": {"incrementing": 1, "timestamp": 1656288000000, "timestamp_nanos": 0}}]

@@ -190,3 +190,22 @@ def test_unreachable_database_fails_the_task_after_the_attempts(tmp_path):
     assert "FAILED" in status.stdout and "after 2 attempt(s)" in status.stdout
     for text in (r.stdout, r.stderr, status.stdout):
         assert "pw-in-url" not in text and "pw-in-config" not in text
+
+
+def test_query_mode_incrementing(tmp_path):
+    """A custom query goes to the topic named by topic.prefix, in an unnamed struct; its incremental
+    criteria wrap it as a subquery (colons and all)."""
+    query = "SELECT id, upper(title) AS title, published, 'a:b' AS tag FROM kafka_books"
+    _, db, worker = _setup(tmp_path, "q", {"topic.prefix": "books-query", "mode": "incrementing",
+                                            "incrementing.column.name": "id", "query": query,
+                                            "table.whitelist": ""})
+    assert cli("run", "q", worker=worker).returncode == 0
+    _sql(db, "INSERT INTO kafka_books (title, subtitle, published) VALUES ('new', 'x', '2020-01-01');")
+    r = cli("run", "q", worker=worker)
+    assert r.returncode == 0, r.stderr
+    events = _consume(worker, "books-query")
+    assert [(e["payload"]["id"], e["payload"]["title"], e["payload"]["published"], e["payload"]["tag"])
+            for e in events] == [(1, "KAFKA CONNECT", 19631, "a:b"), (2, "KAFKA THE DEFINITIVE GUIDE", 17354, "a:b"),
+                                 (3, "NEW", 18262, "a:b")]
+    assert "name" not in events[0]["schema"]
+    assert _offsets(worker, "q") == [{"partition": {"query": "query"}, "offset": {"incrementing": 3}}]
