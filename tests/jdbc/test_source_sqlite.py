@@ -209,3 +209,38 @@ def test_query_mode_incrementing(tmp_path):
                                  (3, "NEW", 18262, "a:b")]
     assert "name" not in events[0]["schema"]
     assert _offsets(worker, "q") == [{"partition": {"query": "query"}, "offset": {"incrementing": 3}}]
+
+
+def test_a_large_batch_is_read_in_parallel_key_ranges(tmp_path, spark):
+    """50k new rows in incrementing mode: Spark reads them in one range of the key per core, and every
+    row arrives once, in key order (seq)."""
+    import logging
+
+    from connectors.jdbc.source import JdbcSourceConnector
+    from ingest.api import TaskContext
+    from ingest.config.configdef import Config
+
+    db = tmp_path / "big.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE big (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL)")
+    con.executemany("INSERT INTO big (v) VALUES (?)", [(f"v{i}",) for i in range(50_000)])
+    con.commit()
+    con.close()
+    raw = {"connector.class": "JdbcSource", "connection.url": f"jdbc:sqlite:{db}", "mode": "incrementing",
+           "topic.prefix": "p-"}
+    definition = JdbcSourceConnector.config_def()
+    values, problems = definition.validate(raw, strict=False)
+    assert not problems
+    connector = JdbcSourceConnector(Config(definition, values, raw))
+    task_raw = {**raw, **connector.task_configs(1)[0]}
+    task = JdbcSourceConnector.task_class(Config(definition, values, task_raw), TaskContext(
+        "big", 0, None, lambda: spark, logging.LoggerAdapter(logging.getLogger("t"), {}), str(tmp_path)))
+    try:
+        plan = task.plan({})
+        assert [r.end for r in plan.ranges] == [{"incrementing": 50_000}]
+        df = task.read(plan)[0].df
+        assert df.rdd.getNumPartitions() == spark.sparkContext.defaultParallelism >= 2
+        stats = df.selectExpr("count(*) AS n", "count(DISTINCT seq) AS d", "min(seq) AS lo", "max(seq) AS hi").first()
+        assert (stats.n, stats.d, stats.lo, stats.hi) == (50_000, 50_000, 1, 50_000)
+    finally:
+        task.close()
