@@ -17,23 +17,7 @@ from ingest.records import RecordBatch
 from ingest.records.schema import INT64_SCHEMA, OPTIONAL_TIMESTAMP_SCHEMA, STRING_SCHEMA, date, struct
 from ingest.registry import default_registry
 from ingest.runtime.pipeline import Pipeline, union_all
-
-BOOK_CHAIN = {
-    "transforms": "valueToKey,extractField,timestampConverter,replaceSource,addOrigin",
-    "transforms.valueToKey.type": "org.apache.kafka.connect.transforms.ValueToKey",
-    "transforms.valueToKey.fields": "id",
-    "transforms.extractField.type": "org.apache.kafka.connect.transforms.ExtractField$Key",
-    "transforms.extractField.field": "id",
-    "transforms.timestampConverter.type": "org.apache.kafka.connect.transforms.TimestampConverter$Value",
-    "transforms.timestampConverter.field": "published",
-    "transforms.timestampConverter.format": "yyyy-MM-dd",
-    "transforms.timestampConverter.target.type": "string",
-    "transforms.replaceSource.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
-    "transforms.replaceSource.renames": "source:origin",
-    "transforms.addOrigin.type": "org.apache.kafka.connect.transforms.InsertField$Value",
-    "transforms.addOrigin.static.field": "pipeline",
-    "transforms.addOrigin.static.value": "bench",
-}
+from tests.bench.bench_transforms import CHAIN as BOOK_CHAIN  # the benchmark's chain: the book's five transforms
 
 
 def _serialised(spark, tmp_path, chain):
