@@ -175,7 +175,11 @@ class JdbcSourceTask(SourceTask):
         """The query's columns as Spark's JDBC reader types them (from the driver's result metadata); the
         value struct is unnamed, as Confluent's is in query mode."""
         source = f"({self.query}) lc_query"
-        probe = self._spark_read(f"SELECT * FROM {source} WHERE 1 = 0")
+        try:
+            probe = self._spark_read(f"SELECT * FROM {source} WHERE 1 = 0")
+        except Exception as e:  # noqa: BLE001 - Spark wraps the driver's SQLException
+            raise ConfigError([Problem(C.QUERY, f"the database refused the query: {_driver_message(e)}; "
+                                                "check its SQL (it runs as a subquery)")]) from None
         names = [f.name for f in probe.schema.fields]
         temporal = {f.name: f.dataType for f in probe.schema.fields if isinstance(f.dataType, (T.DateType, T.TimestampType))}
         text: tuple[tuple[str, str], ...] = ()
@@ -545,3 +549,11 @@ def _inline(sql: str, params: Mapping[str, Any], dialect: Dialect) -> str:
 def _escape_colons(sql: str) -> str:
     """User SQL inside an SQLAlchemy text(): a colon there is text, not a bound parameter."""
     return sql.replace(":", "\\:")
+
+
+def _driver_message(e: Exception) -> str:
+    """The JDBC driver's own message out of Spark's wrapped Java error (its innermost cause)."""
+    lines = [line.strip() for line in str(e).splitlines()]
+    causes = [line.split("Caused by: ", 1)[1] for line in lines if line.startswith("Caused by: ")]
+    text = causes[-1] if causes else next((line for line in lines if "Exception:" in line), lines[0] if lines else "")
+    return text.split("Exception: ", 1)[-1][:300]

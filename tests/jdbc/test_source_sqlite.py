@@ -244,3 +244,11 @@ def test_a_large_batch_is_read_in_parallel_key_ranges(tmp_path, spark):
         assert (stats.n, stats.d, stats.lo, stats.hi) == (50_000, 50_000, 1, 50_000)
     finally:
         task.close()
+
+
+def test_a_query_the_database_refuses_names_the_key(tmp_path):
+    _, _, worker = _setup(tmp_path, "badq", {"topic.prefix": "bq", "mode": "bulk", "table.whitelist": "",
+                                              "query": "SELEC id FROM kafka_books"})
+    r = cli("run", "badq", worker=worker)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "query: the database refused the query" in r.stderr and "syntax error" in r.stderr
