@@ -42,6 +42,8 @@ DIALECT_NAME = "dialect.name"
 QUERY_RETRY_ATTEMPTS = "query.retry.attempts"
 TRANSACTION_ISOLATION_MODE = "transaction.isolation.mode"
 TIMESTAMP_GRANULARITY = "timestamp.granularity"
+LATE_ROWS_WINDOW_MS = "lakeconnect.late.rows.window.ms"
+DETECT_DELETES = "lakeconnect.detect.deletes"
 
 MODE_BULK = "bulk"
 MODE_INCREMENTING = "incrementing"
@@ -136,6 +138,16 @@ def jdbc_source_config_def() -> ConfigDef:
         .define(TIMESTAMP_GRANULARITY, Type.STRING, "connect_logical",
                 ValidString.of("connect_logical", "nanos_long", "nanos_string", "nanos_iso_datetime_string"),
                 Importance.LOW, doc="How timestamp columns are represented in records.", group="Connector")
+        .define(LATE_ROWS_WINDOW_MS, Type.LONG, 0, Range.at_least(0), Importance.MEDIUM,
+                doc="Timestamp modes: also look this far back behind the last offset at every poll, so that rows "
+                    "committed late by long-running transactions, with a timestamp older than rows already read, "
+                    "are still caught. A row already emitted with the same key and timestamp is not emitted again. "
+                    "Rows are recognised by the incrementing column or the primary key. 0 = off (Confluent's "
+                    "behaviour).", group="Beyond Confluent")
+        .define(DETECT_DELETES, Type.BOOLEAN, False, importance=Importance.MEDIUM,
+                doc="Tables with a primary key: compare the table's keys at every poll with the previous poll's; "
+                    "each key gone gives a delete record (the key fields and __deleted=true) and a tombstone. "
+                    "Every record of such a table is then keyed by its primary key.", group="Beyond Confluent")
     )
 
 
@@ -179,4 +191,12 @@ def check(values: dict[str, Any]) -> list[Problem]:
                                        "query; wrap it as a subquery: SELECT * FROM (<your query>) AS q"))
     if mode in (MODE_TIMESTAMP, MODE_TIMESTAMP_INCREMENTING) and not values.get(TIMESTAMP_COLUMNS):
         problems.append(Problem(TIMESTAMP_COLUMNS, f"is required in mode '{mode}'"))
+    if values.get(LATE_ROWS_WINDOW_MS) and mode not in (MODE_TIMESTAMP, MODE_TIMESTAMP_INCREMENTING):
+        problems.append(Problem(LATE_ROWS_WINDOW_MS, f"only applies to the timestamp modes, not mode '{mode}'; "
+                                                     "remove it or use mode timestamp or timestamp+incrementing"))
+    if values.get(LATE_ROWS_WINDOW_MS) and query and mode == MODE_TIMESTAMP:
+        problems.append(Problem(LATE_ROWS_WINDOW_MS, "needs a way to recognise rows: with a query, use mode "
+                                                     "timestamp+incrementing and name its incrementing column"))
+    if values.get(DETECT_DELETES) and query:
+        problems.append(Problem(DETECT_DELETES, "needs tables with a primary key, not a query; remove one of them"))
     return problems

@@ -26,12 +26,15 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.window import Window
 
 from connectors.jdbc import config as C
+from connectors.jdbc import state as S
+from connectors.jdbc.state import TableState
 from connectors.jdbc.dialects import MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, parse_jdbc_url, quote_identifier
 from connectors.jdbc.discovery import TableId, connect
 from connectors.jdbc.schemas import Column as DbColumn
-from connectors.jdbc.schemas import describe_columns, value_schema
+from connectors.jdbc.schemas import column_name, describe_columns, value_schema
 from connectors.jdbc.source import task_tables
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import ConfigError, Problem
@@ -39,13 +42,19 @@ from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE
 from ingest.records.schema import DATE as DATE_LOGICAL
 from ingest.records.schema import TIME as TIME_LOGICAL
 from ingest.records.schema import TIMESTAMP as TIMESTAMP_LOGICAL
-from ingest.records.schema import ConnectSchema, from_spark_type, struct
+from ingest.records.schema import BOOLEAN_SCHEMA, ConnectSchema, from_spark_type, struct
 from ingest.state.tables import canonical_json
 
 INCREMENTING = "incrementing"
 TS = "timestamp"
 TS_NANOS = "timestamp_nanos"
 BULK_POLLED = "lakeconnect.bulk.polled.ms"
+KEYS_SNAPSHOT = "lakeconnect.keys.snapshot"
+"""In the offset with `lakeconnect.detect.deletes`: the key snapshot (see state.py) of the last batch."""
+DELETE_SEQ_BASE = 1 << 62
+"""Delete records and tombstones follow a batch's rows: their `seq` starts here."""
+DELETED = "__deleted"
+FETCH_SIZE = 10_000
 MIN_SPLIT_SPAN = 20_000
 """A batch whose key range is narrower than this is read in one query: ranges would cost more than they save."""
 _SQLITE_TS = "strftime('%Y-%m-%d %H:%M:%f', {})"
@@ -67,6 +76,13 @@ class TableInfo:
     custom: tuple[tuple[str, str], ...] = ()
     """(column, Spark type) Spark's reader is told instead of the driver's: SQLite's dates and times as
     text (parsed in Spark), and the query columns SQLite's driver cannot type."""
+    key: tuple[str, ...] = ()
+    """The primary key's columns (empty: none, or a query)."""
+
+    @property
+    def identity(self) -> tuple[str, ...]:
+        """What tells one row from another: the incrementing column, else the primary key."""
+        return (self.incrementing,) if self.incrementing else self.key
 
 
 class JdbcSourceTask(SourceTask):
@@ -80,6 +96,9 @@ class JdbcSourceTask(SourceTask):
         self.query: str = (config[C.QUERY] or "").strip()
         self.units: list[TableId | None] = [None] if self.query else list(self.tables)
         """What each batch reads: the task's tables, or the query (None)."""
+        self.late_ms: int = config[C.LATE_ROWS_WINDOW_MS] if self.mode in (
+            C.MODE_TIMESTAMP, C.MODE_TIMESTAMP_INCREMENTING) else 0
+        self.detect_deletes: bool = bool(config[C.DETECT_DELETES]) and not self.query
         self._engine = None
         self._infos: dict[TableId, TableInfo] = {}
         try:
@@ -143,10 +162,29 @@ class JdbcSourceTask(SourceTask):
             schema, kept = value_schema(table.name, columns, _numeric_mapping(self.config), required)
             text = tuple((c.name, "STRING") for c in kept
                          if self.dialect is SQLITE and c.jdbc_type in ("DATE", "TIME", "TIMESTAMP"))
+            key = self._primary_key(inspector, table, owner, kept, incrementing)
             self._infos[table] = TableInfo(table, kept, schema, incrementing, timestamps,
                                            table.sql(self.dialect, self.quote_mode),
-                                           ", ".join(self.q(c.name) for c in kept), text)
+                                           ", ".join(self.q(c.name) for c in kept), text, key)
         return self._infos[table]
+
+    def _primary_key(self, inspector, table: TableId, owner: str | None, kept: list[DbColumn],
+                     incrementing: str | None) -> tuple[str, ...]:
+        """The primary key, where an extra needs it (and refused, naming the extra's key, where it has none)."""
+        if not self.detect_deletes and not (self.late_ms and not incrementing):
+            return ()
+        key = tuple(column_name(self.dialect, k) for k in
+                    inspector.get_pk_constraint(table.name, schema=owner).get("constrained_columns") or ())
+        names = {c.name for c in kept}
+        if not key or not set(key) <= names:
+            option = C.DETECT_DELETES if self.detect_deletes else C.LATE_ROWS_WINDOW_MS
+            why = "no primary key" if not key else "a primary key with a column of a type this connector skips"
+            need = ("deleted rows are found by their primary key" if option == C.DETECT_DELETES else
+                    "rows are recognised by their primary key in mode timestamp (or by the incrementing "
+                    "column in mode timestamp+incrementing)")
+            raise ConfigError([Problem(option, f"table {table.unquoted()} has {why}: {need}; add one, "
+                                               "or leave this table out")])
+        return key
 
     def _incrementing_column(self, table: TableId, columns: list[DbColumn]) -> str | None:
         if self.mode not in (C.MODE_INCREMENTING, C.MODE_TIMESTAMP_INCREMENTING):
@@ -243,6 +281,10 @@ class JdbcSourceTask(SourceTask):
             partition = self.partition(table)
             offset = committed.get(canonical_json(partition))
             planned = self._plan_table(table, offset, now_ms)
+            if self.late_ms and planned is None and (offset or {}).get(TS) is not None:
+                planned = _rows_offset(offset)  # nothing newer: the look-back window is still checked
+            if self.detect_deletes and (planned is not None or self.mode != C.MODE_BULK):
+                planned = {**(planned if planned is not None else _rows_offset(offset)), KEYS_SNAPSHOT: now_ms}
             if planned is not None:
                 ranges.append(PlannedRange(partition, offset, planned))
         return SourcePlan(tuple(ranges), {"timestamp_ms": now_ms})
@@ -257,7 +299,7 @@ class JdbcSourceTask(SourceTask):
         import sqlalchemy as sa
 
         t = _escape_colons(info.source)
-        where, params = self._after(info, offset)
+        where, params = self._after(info, _rows_offset(offset) or None)
         if self.mode == C.MODE_INCREMENTING:
             sql = f"SELECT MAX({self.q(info.incrementing)}) FROM {t}" + (f" WHERE {where}" if where else "")
             with self.engine.connect() as conn:
@@ -346,13 +388,34 @@ class JdbcSourceTask(SourceTask):
                 raise ConfigError([Problem(C.TABLE_WHITELIST, f"planned table {rng.partition.get('table')} is no "
                                                               "longer one of this task's tables; reset or alter "
                                                               "the connector's offsets after changing its tables")])
-            batches.append(self._read_table(self.info(table), rng, plan.details["timestamp_ms"]))
+            info = self.info(table)
+            timestamp_ms = plan.details["timestamp_ms"]
+            if self._reads_rows(rng):
+                batches.append(self._read_table(info, rng, timestamp_ms))
+            if self.detect_deletes:
+                deletes = self._deletes(info, rng, timestamp_ms)
+                if deletes is not None:
+                    batches.append(deletes)
         return batches
+
+    def _reads_rows(self, rng: PlannedRange) -> bool:
+        """False when a batch only checks for deletes: its offsets moved nothing but the key snapshot."""
+        if not _rows_offset(rng.end):
+            return False
+        if self.late_ms:
+            return True
+        return _rows_offset(rng.end) != _rows_offset(rng.start)
 
     def _read_table(self, info: TableInfo, rng: PlannedRange, timestamp_ms: int) -> RecordBatch:
         conds = []
+        start = _rows_offset(rng.start) or None
+        late = bool(self.late_ms and start and start.get(TS) is not None)
         if self.mode != C.MODE_BULK:
-            after, params = self._after(info, rng.start)
+            if late:  # the whole look-back window; what earlier batches emitted is taken out below
+                after = f"{self._ts_expr(info)} > {self.p('last_ts')}"
+                params = {"last_ts": self.naive(_offset_ts(start) - dt.timedelta(milliseconds=self.late_ms))}
+            else:
+                after, params = self._after(info, start)
             upto, more = self._upto(info, rng.end)
             conds = [c for c in (after, upto) if c]
             params = {**params, **more}
@@ -365,7 +428,72 @@ class JdbcSourceTask(SourceTask):
         if suffix:
             sql += " " + suffix
         df = self._spark_read(_inline(sql, params, self.dialect), info.custom, self._split(info, rng))
+        if self.late_ms:
+            df = self._not_emitted(info, rng, df, timestamp_ms, late)
         return self._records(info, df, timestamp_ms)
+
+    # --- the extras -----------------------------------------------------------------------------------
+
+    def _not_emitted(self, info: TableInfo, rng: PlannedRange, df: DataFrame, version: int, late: bool) -> DataFrame:
+        """The rows of `df` that no earlier batch emitted (same identity, same timestamp), read back from
+        the staged copy so that the batch's records and what it remembers are the same rows."""
+        if not info.identity:
+            raise ConfigError([Problem(C.LATE_ROWS_WINDOW_MS, "needs the incrementing column or a primary key "
+                                                              "to recognise rows; use mode timestamp+incrementing")])
+        state = TableState(self.context, rng.partition, "late")
+        ts = F.coalesce(*[F.col(self.q_spark(n)) for n in info.timestamps])
+        until = _offset_ts(rng.end)
+        state.stage(df.withColumns({S.TS: ts, S.BATCH: F.lit(version), S.UNTIL: F.lit(_ts_offset(until)[TS])}),
+                    version)
+        if late:  # before the read: the files a batch's records come from must stay
+            horizon = _offset_ts(_rows_offset(rng.start)) - dt.timedelta(milliseconds=self.late_ms)
+            state.prune(f"{S.UNTIL} < {_ts_offset(horizon)[TS]}")
+        staged = state.read()
+        rows = staged.filter(F.col(S.BATCH) == version)
+        if late:
+            seen = staged.filter(F.col(S.BATCH) < version).select(*info.identity, S.TS)
+            rows = rows.join(seen, on=[*info.identity, S.TS], how="left_anti")
+        return rows.drop(S.TS, S.BATCH, S.UNTIL)
+
+    def _deletes(self, info: TableInfo, rng: PlannedRange, timestamp_ms: int) -> RecordBatch | None:
+        """A delete record and a tombstone for each key of the previous snapshot this batch's snapshot lacks,
+        both with the header `__deleted: true` (for a `HasHeaderKey` predicate that keeps transforms
+        which need the row's fields off them)."""
+        state = TableState(self.context, rng.partition, "keys")
+        new, old = int(rng.end[KEYS_SNAPSHOT]), (rng.start or {}).get(KEYS_SNAPSHOT)
+        columns = ", ".join(self.q(k) for k in info.key)
+        custom = tuple((c, t) for c, t in info.custom if c in info.key)
+        keys = self._spark_read(f"SELECT {columns} FROM {info.source}", custom)
+        state.stage(keys.withColumn(S.SNAPSHOT, F.lit(new)), new)
+        if old is None:
+            return None
+        state.prune(f"{S.SNAPSHOT} < {int(old)}")  # before the read: the files it reads must stay
+        staged = state.read()
+        before = staged.filter(F.col(S.SNAPSHOT) == int(old)).drop(S.SNAPSHOT)
+        now = staged.filter(F.col(S.SNAPSHOT) == new).drop(S.SNAPSHOT)
+        gone = before.join(now, on=list(info.key), how="left_anti")
+        key_schema, key = self._key(info, gone)
+        value_schema = struct(None, *[(f.name, f.schema) for f in key_schema.fields], (DELETED, BOOLEAN_SCHEMA))
+        rank = F.row_number().over(Window.orderBy(*[F.col(self.q_spark(k)) for k in info.key]))
+        tomb = F.explode(F.array(F.lit(False), F.lit(True)))
+        rows = gone.select("*", rank.alias("__lc_rank")).select("*", tomb.alias("__lc_tomb"))
+        value = F.when(F.col("__lc_tomb"), F.lit(None)).otherwise(F.struct(
+            *[F.col(f"{KEY}.{self.q_spark(f.name)}").alias(f.name) for f in key_schema.fields],
+            F.lit(True).alias(DELETED)))
+        out = rows.select(key.alias(KEY), "__lc_rank", "__lc_tomb").select(
+            F.lit(self.topic(info.table)).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION), F.col(KEY),
+            value.alias(VALUE), F.array(F.struct(F.lit(DELETED).alias("key"), F.lit("true").alias("value")))
+            .cast(_HEADERS_TYPE).alias(HEADERS),
+            (F.lit(timestamp_ms) / 1000).cast("timestamp").alias(TIMESTAMP),
+            (F.lit(DELETE_SEQ_BASE) + F.col("__lc_rank") * 2 + F.col("__lc_tomb").cast("long")).alias(SEQ))
+        return RecordBatch(out, key_schema, value_schema, topics=(self.topic(info.table),))
+
+    def _key(self, info: TableInfo, df: DataFrame) -> tuple[ConnectSchema, Column]:
+        """The record key with delete detection: a struct of the primary key's fields."""
+        fields = [info.schema.field(k) for k in info.key]
+        schema = struct(None, *[(f.name, f.schema) for f in fields])
+        return schema, F.struct(*[_as_connect(F.col(self.q_spark(f.name)), df.schema[f.name].dataType, f.schema,
+                                              self.config[C.DB_TIMEZONE]).alias(f.name) for f in fields])
 
     def _split(self, info: TableInfo, rng: PlannedRange) -> tuple[str, int, int, int] | None:
         """(column, lower, upper, parts) to read a batch in parallel ranges of its integer key across
@@ -429,6 +557,8 @@ class JdbcSourceTask(SourceTask):
             reader = reader.option("password", password)
         if self.dialect is MYSQL:
             reader = reader.option("sessionInitStatement", "SET time_zone = '+00:00'")
+        if self.dialect is not SQLITE:  # stream rows: the drivers otherwise hold a whole result in memory
+            reader = reader.option("fetchsize", str(FETCH_SIZE))
         if custom:
             reader = reader.option("customSchema", ", ".join(f"{self.q_spark(c)} {t}" for c, t in custom))
         return reader.load()
@@ -444,12 +574,15 @@ class JdbcSourceTask(SourceTask):
         if self.mode == C.MODE_INCREMENTING or (self.mode == C.MODE_BULK and _single_int_key(info)):
             key_col = info.incrementing or _single_int_key(info)
             ordered, seq = df, F.col(self.q_spark(key_col)).cast("long")
+        key_schema, key = None, F.lit(None).cast("void")
+        if self.detect_deletes:
+            key_schema, key = self._key(info, df)
         out = ordered.select(
             F.lit(self.topic(info.table)).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
-            F.lit(None).cast("void").alias(KEY), F.struct(*fields).alias(VALUE),
+            key.alias(KEY), F.struct(*fields).alias(VALUE),
             F.lit(None).cast(_HEADERS_TYPE).alias(HEADERS),
             (F.lit(timestamp_ms) / 1000).cast("timestamp").alias(TIMESTAMP), seq.alias(SEQ))
-        return RecordBatch(out, None, info.schema, topics=(self.topic(info.table),))
+        return RecordBatch(out, key_schema, info.schema, topics=(self.topic(info.table),))
 
     def _order_columns(self, info: TableInfo) -> list[Column]:
         if info.timestamps:
@@ -505,6 +638,11 @@ def _parse_ts(value: Any) -> dt.datetime:
     text = str(value).strip().replace("T", " ")
     parsed = dt.datetime.fromisoformat(text)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def _rows_offset(offset: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An offset without the key snapshot: the part that says which rows were read."""
+    return {k: v for k, v in (offset or {}).items() if k != KEYS_SNAPSHOT}
 
 
 def _ts_offset(value: dt.datetime) -> dict[str, int]:
