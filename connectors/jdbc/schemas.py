@@ -125,6 +125,12 @@ def describe_columns(dialect: Dialect, columns: list[dict]) -> list[Column]:
     return [_describe(dialect, c) for c in columns]
 
 
+def column_name(dialect: Dialect, reflected: str) -> str:
+    """A column name as the database holds it. SQLAlchemy's MySQL dialect reads names out of SHOW CREATE
+    TABLE and leaves a backtick in a name doubled; information_schema (and the driver) have it once."""
+    return reflected.replace("``", "`") if dialect is MYSQL else reflected
+
+
 def _describe(dialect: Dialect, c: dict) -> Column:
     from sqlalchemy import types as sa
 
@@ -138,7 +144,7 @@ def _describe(dialect: Dialect, c: dict) -> Column:
     scale = getattr(type_, "scale", None) or 0
 
     def col(jdbc: str, **kw) -> Column:
-        args = dict(name=c["name"], jdbc_type=jdbc, nullable=nullable, unsigned=unsigned, precision=precision,
+        args = dict(name=column_name(dialect, c["name"]), jdbc_type=jdbc, nullable=nullable, unsigned=unsigned, precision=precision,
                     scale=scale, autoincrement=auto, sql_type=text)
         args.update(kw)
         return Column(**args)
