@@ -1,41 +1,14 @@
 """The JDBC source on the project's private MariaDB (the book's MySQL example, unchanged) and on
-PostgreSQL, through the CLI. Each test gets its own database (MariaDB) or schema (PostgreSQL)."""
+PostgreSQL, through the CLI. Each test gets its own database (MariaDB) or schema (PostgreSQL): the
+`database` fixture (tests/jdbc/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-import uuid
-from pathlib import Path
 
-import pytest
-import sqlalchemy as sa
+from tests.conftest import cli
+from tests.jdbc._books import consume, create_connector
 
-from tests.conftest import cli, write_worker
-
-# The book's DDL and rows (ch. 5), with the book's timestamp value made explicit.
-MARIADB_BOOKS = """
-CREATE TABLE kafka_books (
-    id          INT unsigned NOT NULL AUTO_INCREMENT,
-    title       VARCHAR(150) NOT NULL,
-    subtitle    VARCHAR(150) NOT NULL,
-    published   DATE NOT NULL,
-    timestamp   DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
-    PRIMARY KEY  (id)
-)
-"""
-POSTGRES_BOOKS = """
-CREATE TABLE kafka_books (
-    id          SERIAL PRIMARY KEY,
-    title       VARCHAR(150) NOT NULL,
-    subtitle    VARCHAR(150) NOT NULL,
-    published   DATE NOT NULL,
-    timestamp   TIMESTAMP NOT NULL DEFAULT now()
-)
-"""
-ROWS = ("INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES "
-        "('Kafka Connect', 'Build and Run Data Pipelines', '2023-10-01', '2022-06-26 09:04:50'), "
-        "('Kafka The Definitive Guide', 'Real-time Data and Stream Processing at Scale', '2017-07-07', "
-        "'2022-06-26 09:04:50')")
 BOOK_BULK_SCHEMA = {  # the book's bulk output, field for field
     "type": "struct", "fields": [
         {"type": "int64", "optional": False, "field": "id"},
@@ -48,68 +21,13 @@ BOOK_BULK_SCHEMA = {  # the book's bulk output, field for field
     "optional": False, "name": "kafka_books"}
 
 
-@pytest.fixture(params=["mariadb", "postgres"])
-def database(request, services):
-    """(kind, JDBC URL, SQLAlchemy engine, schema) of a fresh database holding the book's table."""
-    kind = request.param
-    name = f"lc_jdbc_{uuid.uuid4().hex[:10]}"
-    if kind == "mariadb":
-        admin = sa.create_engine(services["LAKECONNECT_TEST_MARIADB_URL"])
-        with admin.begin() as c:
-            c.exec_driver_sql(f"CREATE DATABASE {name}")
-        base = services["LAKECONNECT_TEST_MARIADB_JDBC"].rsplit("/", 1)[0]
-        jdbc, schema = f"{base}/{name}", None
-        engine = sa.create_engine(services["LAKECONNECT_TEST_MARIADB_URL"].rsplit("/", 1)[0] + f"/{name}")
-        ddl = MARIADB_BOOKS
-    else:
-        admin = sa.create_engine(services["LAKECONNECT_TEST_POSTGRES_URL"])
-        with admin.begin() as c:
-            c.exec_driver_sql(f"CREATE SCHEMA {name}")
-        jdbc, schema = services["LAKECONNECT_TEST_POSTGRES_JDBC"], name
-        engine = sa.create_engine(services["LAKECONNECT_TEST_POSTGRES_URL"],
-                                  connect_args={"options": f"-csearch_path={name}"})
-        ddl = POSTGRES_BOOKS
-    with engine.begin() as c:
-        c.exec_driver_sql(ddl)
-        c.exec_driver_sql(ROWS)
-    yield kind, jdbc, engine, schema, services
-    engine.dispose()
-    with admin.begin() as c:
-        c.exec_driver_sql(f"DROP DATABASE {name}" if kind == "mariadb" else f"DROP SCHEMA {name} CASCADE")
-    admin.dispose()
-
-
-def _setup(tmp_path: Path, database, name: str, config: dict) -> Path:
-    kind, jdbc, _, schema, services = database
-    (tmp_path / "lake").mkdir()
-    worker = write_worker(tmp_path / "worker.properties", tmp_path / "lake",
-                          **{"value.converter": "org.apache.kafka.connect.json.JsonConverter"})
-    creds = {"connection.user": "root", "connection.password": ""} if kind == "mariadb" else {
-        "connection.user": services.get("LAKECONNECT_TEST_POSTGRES_USER", ""),
-        "connection.password": services.get("LAKECONNECT_TEST_POSTGRES_PASSWORD", "")}
-    extra = {"schema.pattern": schema} if schema else {}
-    f = tmp_path / f"{name}.json"
-    f.write_text(json.dumps({"name": name, "config": {
-        "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "tasks.max": "1",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "true",
-        "connection.url": jdbc, **creds, "table.whitelist": "kafka_books", **extra, **config}}))
-    r = cli("connectors", "create", str(f), worker=worker)
-    assert r.returncode == 0, r.stderr
-    return worker
-
-
-def _consume(worker: Path, topic: str) -> list[dict]:
-    r = cli("topics", "consume", topic, "--from-beginning", worker=worker)
-    assert r.returncode == 0, r.stderr
-    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-
-
 def test_book_bulk(tmp_path, database):
     kind = database[0]
-    worker = _setup(tmp_path, database, "mysql-source-bulk", {"topic.prefix": "mysql-bulk-", "mode": "bulk"})
+    worker = create_connector(tmp_path, database, "mysql-source-bulk",
+                              {"topic.prefix": "mysql-bulk-", "mode": "bulk"})
     r = cli("run", "mysql-source-bulk", worker=worker)
     assert r.returncode == 0, r.stderr
-    events = _consume(worker, "mysql-bulk-kafka_books")
+    events = consume(worker, "mysql-bulk-kafka_books")
     assert [e["payload"] for e in events] == [
         {"id": 1, "title": "Kafka Connect", "subtitle": "Build and Run Data Pipelines", "published": 19631,
          "timestamp": 1656234290000},
@@ -125,7 +43,7 @@ def test_book_bulk(tmp_path, database):
 
 def test_book_timestamp_incrementing(tmp_path, database):
     kind, _, engine, _, _ = database
-    worker = _setup(tmp_path, database, "mysql-source-inc", {
+    worker = create_connector(tmp_path, database, "mysql-source-inc", {
         "topic.prefix": "mysql-inc-", "mode": "timestamp+incrementing", "incrementing.column.name": "id",
         "timestamp.column.name": "timestamp",
         "transforms": "timestampConverter",
@@ -142,7 +60,7 @@ def test_book_timestamp_incrementing(tmp_path, database):
                           "WHERE id = 2")
     r = cli("run", "mysql-source-inc", worker=worker)
     assert r.returncode == 0, r.stderr
-    events = _consume(worker, "mysql-inc-kafka_books")
+    events = consume(worker, "mysql-inc-kafka_books")
     assert [(e["payload"]["id"], e["payload"]["published"], e["payload"]["timestamp"]) for e in events] == [
         (1, "2023-10-01", 1656234290000), (2, "2017-07-07", 1656234290000),
         (3, "2021-02-26", 1656238142000), (2, "2022-09-23", 1656240353000)]
@@ -159,8 +77,9 @@ def test_book_timestamp_incrementing(tmp_path, database):
 
 
 def test_refused_login_is_a_clear_error_without_the_password(tmp_path, database):
-    worker = _setup(tmp_path, database, "bad", {"topic.prefix": "b-", "mode": "bulk", "connection.attempts": "1",
-                                                "connection.user": "nobody_lc", "connection.password": "Sup3rS3cret"})
+    worker = create_connector(tmp_path, database, "bad", {
+        "topic.prefix": "b-", "mode": "bulk", "connection.attempts": "1", "connection.user": "nobody_lc",
+        "connection.password": "Sup3rS3cret"})
     r = cli("run", "bad", worker=worker)
     assert r.returncode == 2, r.stderr
     assert "Sup3rS3cret" not in r.stdout + r.stderr and "Traceback" not in r.stderr
@@ -172,7 +91,7 @@ def test_refused_login_is_a_clear_error_without_the_password(tmp_path, database)
 def test_query_mode_timestamp_incrementing(tmp_path, database):
     kind, _, engine, schema, _ = database
     table = f"{schema}.kafka_books" if schema else "kafka_books"
-    worker = _setup(tmp_path, database, "q", {
+    worker = create_connector(tmp_path, database, "q", {
         "topic.prefix": "books-q", "mode": "timestamp+incrementing", "incrementing.column.name": "id",
         "timestamp.column.name": "timestamp", "table.whitelist": "", "schema.pattern": "",
         "query": f"SELECT id, title, timestamp FROM {table}"})
@@ -182,7 +101,7 @@ def test_query_mode_timestamp_incrementing(tmp_path, database):
                           "WHERE id = 1")
     r = cli("run", "q", worker=worker)
     assert r.returncode == 0, r.stderr
-    events = _consume(worker, "books-q")
+    events = consume(worker, "books-q")
     assert [(e["payload"]["id"], e["payload"]["title"]) for e in events] == [
         (1, "Kafka Connect"), (2, "Kafka The Definitive Guide"), (1, "Kafka Connect (2nd)")]
     assert "name" not in events[0]["schema"]

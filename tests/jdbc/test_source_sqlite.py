@@ -1,6 +1,6 @@
 """The JDBC source on a real SQLite file, through the CLI as a user runs it: the book's bulk and
-timestamp+incrementing walk-through, the incrementing mode, and a crash after every step of a batch
-compared with a run that never crashed."""
+timestamp+incrementing walk-through, the incrementing mode, a crash after every step of a batch
+compared with a run that never crashed (in every mode), and names that carry SQL."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ingest.runtime.faults import CRASH_EXIT, SOURCE_STEPS
 from tests.conftest import cli, write_worker
-from tests.runtime.helpers import topic_commits, topic_rows
+from tests.jdbc._books import (
+    CRASH_MODES,
+    CRASH_CONNECTOR, INJECTING_CONFIGS, ODD_CONFIG, Books, check_crash_at_every_step, check_odd_copy, check_refused,
+    consume, create_odd_table, odd_names, offsets, run,
+)
 
 # The book's table (ch. 5), in SQLite; the timestamp is the one the book prints (1656234290000).
 BOOKS = """
@@ -46,6 +49,11 @@ def _setup(tmp_path: Path, name: str, config: dict, tag: str = "run"):
     con.close()
     worker = write_worker(base / "worker.properties", base / "lake",
                           **{"value.converter": "org.apache.kafka.connect.json.JsonConverter"})
+    _create(base, worker, db, name, config)
+    return base, db, worker
+
+
+def _create(base: Path, worker: Path, db: Path, name: str, config: dict) -> None:
     f = base / f"{name}.json"
     f.write_text(json.dumps({"name": name, "config": {
         "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "tasks.max": "1",
@@ -53,7 +61,6 @@ def _setup(tmp_path: Path, name: str, config: dict, tag: str = "run"):
         "connection.url": f"jdbc:sqlite:{db}", "table.whitelist": "kafka_books", **config}}))
     r = cli("connectors", "create", str(f), worker=worker)
     assert r.returncode == 0, r.stderr
-    return base, db, worker
 
 
 def _sql(db: Path, statements: str) -> None:
@@ -62,22 +69,12 @@ def _sql(db: Path, statements: str) -> None:
     con.close()
 
 
-def _consume(worker: Path, topic: str) -> list[dict]:
-    r = cli("topics", "consume", topic, "--from-beginning", worker=worker)
-    assert r.returncode == 0, r.stderr
-    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-
-
-def _offsets(worker: Path, name: str) -> list[dict]:
-    return json.loads(cli("offsets", "list", name, worker=worker).stdout)["offsets"]
-
-
 def test_book_bulk_copy(tmp_path):
     _, _, worker = _setup(tmp_path, "sqlite-source-bulk", {"topic.prefix": "sqlite-bulk-", "mode": "bulk",
                                                            "poll.interval.ms": "3600000"})
     r = cli("run", "sqlite-source-bulk", worker=worker)
     assert r.returncode == 0, r.stderr
-    events = _consume(worker, "sqlite-bulk-kafka_books")
+    events = consume(worker, "sqlite-bulk-kafka_books")
     assert [e["payload"] for e in events] == [
         {"id": 1, "title": "Kafka Connect", "subtitle": "Build and Run Data Pipelines", "published": 19631,
          "timestamp": 1656234290000},
@@ -91,7 +88,7 @@ def test_book_bulk_copy(tmp_path):
     # Within poll.interval.ms (an hour here) nothing is copied again; a later run copies the whole table.
     r = cli("run", "sqlite-source-bulk", worker=worker)
     assert r.returncode == 0 and "nothing new" in r.stdout + r.stderr
-    assert _offsets(worker, "sqlite-source-bulk")[0]["partition"] == {"protocol": "1", "table": "kafka_books"}
+    assert offsets(worker, "sqlite-source-bulk")[0]["partition"] == {"protocol": "1", "table": "kafka_books"}
 
 
 def test_book_timestamp_incrementing_walkthrough(tmp_path):
@@ -104,12 +101,12 @@ def test_book_timestamp_incrementing_walkthrough(tmp_path):
              "UPDATE kafka_books SET published = '2022-09-23', timestamp = '2022-06-26 10:45:53' WHERE id = 2;")
     r = cli("run", "sqlite-source-inc", "--until-caught-up", worker=worker)
     assert r.returncode == 0, r.stderr
-    events = _consume(worker, "sqlite-inc-kafka_books")
+    events = consume(worker, "sqlite-inc-kafka_books")
     assert [(e["payload"]["id"], e["payload"]["published"], e["payload"]["timestamp"]) for e in events] == [
         (1, "2023-10-01", 1656234290000), (2, "2017-07-07", 1656234290000),
         (3, "2021-02-26", 1656238142000), (2, "2022-09-23", 1656240353000)]  # the book's figures
     assert events[-1]["schema"]["fields"][3] == {"type": "string", "optional": False, "field": "published"}
-    assert _offsets(worker, "sqlite-source-inc") == [{
+    assert offsets(worker, "sqlite-source-inc") == [{
         "partition": {"protocol": "1", "table": "kafka_books"},
         "offset": {"incrementing": 2, "timestamp": 1656240353000, "timestamp_nanos": 0}}]
     r = cli("run", "sqlite-source-inc", worker=worker)
@@ -122,10 +119,10 @@ def test_incrementing_mode_reads_each_new_row_once(tmp_path):
     _sql(db, "INSERT INTO kafka_books (title, subtitle, published) VALUES ('a', 'b', '2020-01-01');"
              "UPDATE kafka_books SET title = 'changed' WHERE id = 1;")  # an update is not a new id
     assert cli("run", "inc", worker=worker).returncode == 0
-    events = _consume(worker, "inc-kafka_books")
+    events = consume(worker, "inc-kafka_books")
     assert [(e["payload"]["id"], e["payload"]["title"]) for e in events] == [
         (1, "Kafka Connect"), (2, "Kafka The Definitive Guide"), (3, "a")]
-    assert _offsets(worker, "inc")[0]["offset"] == {"incrementing": 3}
+    assert offsets(worker, "inc")[0]["offset"] == {"incrementing": 3}
 
 
 def test_nullable_tracking_column_is_refused_with_the_key(tmp_path):
@@ -137,40 +134,40 @@ def test_nullable_tracking_column_is_refused_with_the_key(tmp_path):
     assert "timestamp.column.name" in r.stderr and "nullable" in r.stderr and "validate.non.null" in r.stderr
 
 
-INC_CONFIG = {"topic.prefix": "c-", "mode": "timestamp+incrementing", "timestamp.column.name": "timestamp"}
-MORE = ("INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES "
-        + ", ".join(f"('t{i}', 's{i}', '2020-01-{1 + i % 28:02d}', '2022-07-01 00:00:{i % 3:02d}')" for i in range(40))
-        + "; UPDATE kafka_books SET timestamp = '2022-07-02 00:00:00' WHERE id = 1;")
+@pytest.mark.parametrize("mode", list(CRASH_MODES))
+def test_crash_at_every_step_of_a_batch(tmp_path, mode):
+    """Each mode, killed after each step in turn (tests/jdbc/_books.py): cheaper than one test per
+    step, as each run resumes the batch the previous one left."""
+    def start(tag: str, config: dict[str, str]) -> Books:
+        base, db, worker = _setup(tmp_path, CRASH_CONNECTOR, config, tag)
+        return Books(base / "lake", worker, lambda statements: _sql(db, ";".join(statements)))
+
+    check_crash_at_every_step(start, mode)
 
 
-def _state(base: Path, worker: Path):
-    return topic_rows(base / "lake", "c-kafka_books"), _offsets(worker, "c")
+def test_names_with_quotes_and_sql_are_copied_and_settings_with_sql_refused(tmp_path):
+    table, ident, _, _ = odd_names('"')
+    base, db, worker = _setup(tmp_path, "odd", {**ODD_CONFIG, "table.whitelist": table,
+                                                 "incrementing.column.name": ident})
+    create_odd_table(lambda statements: _sql(db, ";".join(statements)), '"', "INTEGER")
 
+    def check_tables() -> None:
+        con = sqlite3.connect(db)
+        try:
+            assert {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} >= {
+                "kafka_books", table}
+            assert con.execute("SELECT count(*) FROM kafka_books").fetchone() == (2,)
+        finally:
+            con.close()
 
-@pytest.fixture(scope="module")
-def inc_baseline(tmp_path_factory):
-    base, db, worker = _setup(tmp_path_factory.mktemp("clean"), "c", INC_CONFIG)
-    assert cli("run", "c", worker=worker).returncode == 0
-    _sql(db, MORE)
-    assert cli("run", "c", worker=worker).returncode == 0
-    return _state(base, worker), topic_commits(base / "lake", "c-kafka_books")
+    for name, config, key in INJECTING_CONFIGS:
+        _create(base, worker, db, name, {"topic.prefix": "bad-", **config})
+        check_refused(cli("run", name, worker=worker), key)
+    check_tables()
 
-
-@pytest.mark.parametrize("step", SOURCE_STEPS)
-def test_crash_at_each_step_of_an_incremental_batch(tmp_path, inc_baseline, step):
-    expected, commits = inc_baseline
-    base, db, worker = _setup(tmp_path, "c", INC_CONFIG)
-    assert cli("run", "c", worker=worker).returncode == 0
-    _sql(db, MORE)
-    r = cli("run", "c", worker=worker, env={"LAKECONNECT_CRASH_AT": step})
-    assert r.returncode == CRASH_EXIT, r.stderr
-    _sql(db, "INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES "
-             "('late', 'x', '2020-01-01', '2022-06-01 00:00:00');")  # older than the mark: never read
-    r = cli("run", "c", worker=worker)
-    assert r.returncode == 0, r.stderr
-    assert _state(base, worker) == expected
-    assert topic_commits(base / "lake", "c-kafka_books") == commits
-    assert len(expected[0]) == 2 + 40 + 1
+    run(worker, "odd")
+    check_odd_copy(base / "lake", '"')
+    check_tables()
 
 
 def test_unreachable_database_fails_the_task_after_the_attempts(tmp_path):
@@ -203,12 +200,12 @@ def test_query_mode_incrementing(tmp_path):
     _sql(db, "INSERT INTO kafka_books (title, subtitle, published) VALUES ('new', 'x', '2020-01-01');")
     r = cli("run", "q", worker=worker)
     assert r.returncode == 0, r.stderr
-    events = _consume(worker, "books-query")
+    events = consume(worker, "books-query")
     assert [(e["payload"]["id"], e["payload"]["title"], e["payload"]["published"], e["payload"]["tag"])
             for e in events] == [(1, "KAFKA CONNECT", 19631, "a:b"), (2, "KAFKA THE DEFINITIVE GUIDE", 17354, "a:b"),
                                  (3, "NEW", 18262, "a:b")]
     assert "name" not in events[0]["schema"]
-    assert _offsets(worker, "q") == [{"partition": {"query": "query"}, "offset": {"incrementing": 3}}]
+    assert offsets(worker, "q") == [{"partition": {"query": "query"}, "offset": {"incrementing": 3}}]
 
 
 def test_a_large_batch_is_read_in_parallel_key_ranges(tmp_path, spark):
