@@ -20,8 +20,27 @@ _COMPLEMENT = "FEDCBA9876543210"
 _REDUNDANT_SIGN_BYTES = "^(?:(?:00)+(?=[0-7])|(?:FF)+(?=[89A-F]))"
 
 
+JVM_FUNCTION = "lakeconnect_decimal_bytes"
+JVM_CLASS = "io.lakeconnect.DecimalBytes"
+
+
 def decimal_to_bytes(value: Column) -> Column:
-    """Decimal.fromLogical for a decimal column whose scale is the schema's scale."""
+    """Decimal.fromLogical for a decimal column whose scale is the schema's scale: the JVM function from
+    `ingest.jvm` when the session has it (BigInteger.toByteArray in Spark's generated code), else
+    `expression_decimal_to_bytes` (the same bytes, several string functions per value)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import BinaryType
+
+    from ingest.jvm import java_function
+
+    spark = SparkSession.getActiveSession()
+    if spark is not None and java_function(spark, JVM_FUNCTION, JVM_CLASS, BinaryType()):
+        return F.call_function(JVM_FUNCTION, value)
+    return expression_decimal_to_bytes(value)
+
+
+def expression_decimal_to_bytes(value: Column) -> Column:
+    """Decimal.fromLogical in Spark's own functions (the fallback, and the reference the JVM one is tested against)."""
     # The plain text of a decimal holds exactly `scale` fraction digits: without the point it is the unscaled value.
     unscaled = F.regexp_replace(value.cast("string"), r"\.", "")
     as_long = unscaled.try_cast("bigint")  # null when it does not fit

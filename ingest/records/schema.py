@@ -457,8 +457,9 @@ def _freeze(value: Any) -> Any:
 
 def decimal_to_bytes(value: _decimal.Decimal, scale: int) -> bytes:
     """Decimal.fromLogical: the unscaled value's minimal two's-complement big-endian bytes."""
-    unscaled = int(value.scaleb(scale).to_integral_value())
-    if _decimal.Decimal(unscaled).scaleb(-scale) != value:
+    exact = _decimal.Context(prec=100)  # the default context's 28 digits would round a 38-digit value
+    unscaled = int(value.scaleb(scale, exact).to_integral_value(context=exact))
+    if _decimal.Decimal(unscaled).scaleb(-scale, exact) != value:
         raise DataError(f"decimal {value} does not have scale {scale}")
     length = (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1
     return unscaled.to_bytes(length, "big", signed=True)

@@ -375,3 +375,24 @@ def test_nested_duplicate_keys_fail_loudly_unless_spark_accepts_them(spark, make
             plain.to_connect(binary_frame(spark, [b'{"a":1,"a":2}'], [("t", 0, 0)]), "value")
     finally:
         spark.conf.set(key, before)
+
+
+def test_jvm_decimal_bytes_are_used_and_match_kafka_and_the_expression(spark):
+    """Decimal values become Kafka's bytes through lakeconnect's Java function (built by the set-up); it
+    gives BigInteger.toByteArray of the unscaled value, as the pure-Spark expression and Kafka do, at the
+    sign-byte edges and at 38 digits."""
+    from connectors.converters._decimal import JVM_CLASS, decimal_to_bytes, expression_decimal_to_bytes
+    from ingest.records.schema import decimal_to_bytes as kafka_bytes
+
+    plan = spark.range(1).select(decimal_to_bytes(F.lit(Decimal("1.00"))))._jdf.queryExecution()
+    assert JVM_CLASS.rsplit(".", 1)[1] in plan.analyzed().toString() or "lakeconnect_decimal_bytes" in str(plan.analyzed())
+    for precision, scale in ((10, 2), (18, 0), (38, 3)):
+        edges = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, -32769, 2**63 - 1, -2**63,
+                 2**63, -2**63 - 1, 10**precision - 1, -(10**precision - 1)]
+        unscaled = [u for u in edges if abs(u) < 10**precision] + [12345, -98765]
+        values = [Decimal(f"{u}E-{scale}") for u in unscaled] + [None]
+        df = spark.createDataFrame([(v,) for v in values], f"d decimal({precision},{scale})")
+        rows = df.select(decimal_to_bytes(F.col("d")).alias("jvm"), expression_decimal_to_bytes(F.col("d")).alias("expr")).collect()
+        expected = [None if v is None else kafka_bytes(v, scale) for v in values]
+        assert [None if r.jvm is None else bytes(r.jvm) for r in rows] == expected, (precision, scale)
+        assert [None if r.expr is None else bytes(r.expr) for r in rows] == expected, (precision, scale)
