@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import pyarrow.parquet as pq
 
@@ -26,22 +27,34 @@ if TYPE_CHECKING:
     from ingest.delta._commit import WritePlan
 
 TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
+STAGE_PREFIX = "w-"  # the directory of one write: w-<version>-<uuid>
 TIMESTAMP_MICROS = "TIMESTAMP_MICROS"  # Delta's timestamp; Spark's default INT96 is not
 
 
-def write_native(df: DataFrame, plan: WritePlan, no_dictionary: tuple[str, ...] = ()) -> list[DataFile]:
+def write_native(df: DataFrame, plan: WritePlan, no_dictionary: tuple[str, ...] = (),
+                 single_partition: Mapping[str, str] | None = None) -> list[DataFile]:
+    """Spark writes the files, the driver describes them. With `single_partition` (every row's partition
+    values, known to the caller), Spark writes them straight into that partition's directory: no
+    partitioning, so no sort of the rows by partition."""
     spark = df.sparkSession
     if spark.conf.get(TIMESTAMP_CONF) != TIMESTAMP_MICROS:
         spark.conf.set(TIMESTAMP_CONF, TIMESTAMP_MICROS)
-    stage = f"w-{plan.version or 0:05d}-{uuid.uuid4().hex}"
+    stage = f"{STAGE_PREFIX}{plan.version or 0:05d}-{uuid.uuid4().hex}"
     stage_dir = os.path.join(plan.table_uri, stage)
+    target, partition_by = stage_dir, plan.partition_by
+    if partition_by and single_partition is not None:
+        missing = [c for c in partition_by if c not in single_partition]
+        if missing:
+            raise ValueError(f"single_partition lacks the partition column(s) {missing}")
+        target = os.path.join(stage_dir, *(f"{c}={quote(str(single_partition[c]), safe='')}" for c in partition_by))
+        df, partition_by = df.drop(*partition_by), ()
     writer = df.write.option("compression", "snappy")
     for column in no_dictionary:  # Parquet's per-column setting: try no dictionary on values that rarely repeat
         writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
-    if plan.partition_by:
-        writer = writer.partitionBy(*plan.partition_by)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
     try:
-        writer.parquet(stage_dir)
+        writer.parquet(target)
         return _describe_files(plan, stage_dir)
     except BaseException:
         shutil.rmtree(stage_dir, ignore_errors=True)  # referenced by nothing: safe to drop

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ingest.delta._commit import WritePlan, WriteResult, commit_files, partition_kind, plan_write
 from ingest.delta._files import META_DDL, DataFile, write_task
-from ingest.delta._native import write_native
+from ingest.delta._native import STAGE_PREFIX, write_native
 from ingest.delta._table import arrow_schema_of_spark
 from ingest.errors import StateError
 
@@ -37,6 +39,8 @@ def write_dataframe(
     expected_version: int | None = None,
     engine: str = "auto",
     no_dictionary: Sequence[str] = (),
+    check_files: Callable[[list[DataFile]], None] | None = None,
+    single_partition: Mapping[str, str] | None = None,
 ) -> WriteResult | None:
     """Write `df` to the Delta table at `table_uri` in ONE commit carrying `(app_id, version)`.
 
@@ -54,6 +58,12 @@ def write_dataframe(
 
     `no_dictionary`: columns written without Parquet dictionary encoding, for values that rarely repeat
     (a topic's record values): trying a dictionary and falling back costs time and saves nothing.
+
+    `single_partition`: the values of the partition columns when the caller knows every row has them
+    (the "spark" engine then writes without partitioning, so without sorting the rows by partition).
+
+    `check_files` sees the written files before the commit; if it raises, nothing is committed and the
+    files of a local table are removed (a remote table's are left unreferenced, for vacuum).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -71,7 +81,7 @@ def write_dataframe(
     if plan is None:
         return None
     if _pick_engine(engine, plan) == "spark":
-        files = write_native(df, plan, tuple(no_dictionary))
+        files = write_native(df, plan, tuple(no_dictionary), single_partition)
     else:
         spec = replace(plan.file_spec(), no_dictionary=tuple(no_dictionary))
         rows = df.mapInArrow(partial(write_task, spec=spec), META_DDL).collect()
@@ -79,7 +89,30 @@ def write_dataframe(
             DataFile(r["path"], r["size"], json.loads(r["partition_values"]), r["num_records"], r["stats"])
             for r in rows
         ]
+    if check_files is not None:
+        try:
+            check_files(files)
+        except BaseException:
+            _remove(plan, files)
+            raise
     return commit_files(plan, files, commit_metadata=commit_metadata)
+
+
+def _remove(plan: WritePlan, files: list[DataFile]) -> None:
+    """Delete written, uncommitted files of a local table: the native engine's whole staging directory, or
+    else the files themselves."""
+    if not plan.file_spec().local:
+        return
+    root = plan.table_uri
+    for f in files:
+        top = f.path.split("/", 1)[0]
+        if top.startswith(STAGE_PREFIX) and "/" in f.path:
+            shutil.rmtree(os.path.join(root, top), ignore_errors=True)
+        else:
+            try:
+                os.remove(os.path.join(root, f.path))
+            except FileNotFoundError:
+                pass
 
 
 def _pick_engine(engine: str, plan: WritePlan) -> str:

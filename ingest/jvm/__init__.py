@@ -64,8 +64,11 @@ def build(force: bool = False) -> Path:
     return JAR
 
 
-def java_function(spark: SparkSession, name: str, class_name: str, return_type: DataType) -> bool:
+def java_function(spark: SparkSession, name: str, class_name: str, return_type: DataType,
+                  deterministic: bool = True) -> bool:
     """Make `class_name` (a Spark Java UDF) the SQL function `name` of this session, if not done yet.
+    A nondeterministic one is called exactly once per row, in the order rows reach it (Spark neither
+    repeats nor reorders it).
 
     False when the session cannot load the class (the jar was not on its class path at start-up); that
     is remembered per Spark application, so the attempt and its log line happen once.
@@ -76,7 +79,14 @@ def java_function(spark: SparkSession, name: str, class_name: str, return_type: 
     if (app, class_name) in _unavailable:
         return False
     try:
-        spark.udf.registerJavaFunction(name, class_name, return_type)
+        if deterministic:
+            spark.udf.registerJavaFunction(name, class_name, return_type)
+        else:
+            jvm, session = spark._jvm, spark._jsparkSession
+            instance = jvm.java.lang.Class.forName(class_name, True, jvm.java.lang.Thread.currentThread().getContextClassLoader()
+                                                   ).newInstance()
+            udf = jvm.org.apache.spark.sql.functions.udf(instance, session.parseDataType(return_type.json()))
+            session.udf().register(name, udf.asNondeterministic())
         return True
     except Exception as e:  # noqa: BLE001 - any failure to load means: use the Python implementation
         log.info("%s is not on this Spark session's class path (%s); using the Python implementation. "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt_
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -39,7 +40,12 @@ from ingest.topics.murmur2 import partition_column
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+log = logging.getLogger(__name__)
+
 TOPICS_DIR = "topics"
+# What a write numbered in parallel fails with when the batch it recomputes is not the one it counted.
+_MOVED = "lakeconnect: the batch changed between counting and writing its records"
+_POSITION = "__lc_position"
 META_KEY = "lakeconnect.topic"
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
@@ -66,6 +72,90 @@ TOPIC_SCHEMA = pa.schema(
         (VALUE_SCHEMA_ID, pa.int32()),
     ]
 )
+
+
+class _Moved(Exception):
+    """A batch numbered in parallel read other records the second time: number it in order instead."""
+
+
+class _Unsorted(Exception):
+    """The records of a Spark partition did not arrive in seq order: sort them first."""
+
+
+_UNSORTED = "lakeconnect: the records did not arrive in seq order"
+POSITION_FUNCTION = "lakeconnect_slot_position"
+POSITION_CLASS = "io.lakeconnect.SlotPosition"
+
+
+def _position_function() -> bool:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import LongType
+
+    from ingest.jvm import java_function
+
+    spark = SparkSession.getActiveSession()
+    return spark is not None and java_function(spark, POSITION_FUNCTION, POSITION_CLASS, LongType(), deterministic=False)
+
+
+class _Counted:
+    """Offsets planned from a count of the batch: for each slot (Spark partition, topic partition), its
+    records' first offset, count, seq range, and where they start among their Spark partition's records
+    once sorted by (partition, seq).
+
+    Each Spark partition numbers its own records: every task writes in parallel, and the offsets are the
+    ones one ordered pass would give. The write recomputes the batch, and a source that reads something
+    else the second time (a table changed in between) is caught: a record beyond its slot's count or
+    outside its seq range fails the write, and a slot with fewer records fails the check before the
+    commit. Nothing uncommitted is left behind either way.
+    """
+
+    FIELDS = ("start", "count", "first", "lo", "hi")
+
+    def __init__(self, n: int, width: int):
+        self.n = n
+        self.slots: dict[str, list[int | None]] = {k: [None] * (width * n) for k in self.FIELDS}
+        self.expected: dict[int, int] = {}
+
+    def put(self, spark_part: int, partition: int, **values: int) -> None:
+        for key, value in values.items():
+            self.slots[key][spark_part * self.n + partition] = value
+
+    def numbered(self, staged: DataFrame, sort: bool):
+        """(records with offsets, the check of the written files, the one topic partition written or None)."""
+        from pyspark.sql import functions as F
+
+        pid = F.spark_partition_id()
+        slot = (pid.cast("long") * self.n + F.col(PARTITION)).cast("int")
+
+        def at(key: str):
+            literal = F.expr("array(" + ",".join("CAST(NULL AS BIGINT)" if v is None else f"{v}L"
+                                                 for v in self.slots[key]) + ")")
+            return F.try_element_at(literal, slot + 1)
+
+        if sort:
+            staged = staged.sortWithinPartitions(PARTITION, SEQ)
+        if _position_function():  # the records before this one in its slot, counted as they come (-1: out of order)
+            staged = staged.withColumn(_POSITION, F.call_function(POSITION_FUNCTION, slot, F.col(SEQ).cast("long")))
+            position = F.col(_POSITION)
+        else:  # sorted: the record's index in its Spark partition, less where its slot starts there
+            position = F.monotonically_increasing_id() - F.shiftleft(pid.cast("long"), 33) - at("start")
+        seq = F.col(SEQ)
+        fits = (at("first").isNotNull() & (position >= 0) & (position < at("count")) & (seq >= at("lo"))
+                & (seq <= at("hi")))
+        failure = F.when(position < 0, F.lit(_UNSORTED)).otherwise(F.lit(_MOVED))
+        offset = F.when(fits, at("first") + position).otherwise(F.raise_error(failure).cast("long"))
+        records = staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS)
+        expected = {p: c for p, c in self.expected.items() if c}
+
+        def check(files) -> None:
+            written: dict[int, int] = {}
+            for f in files:
+                p = int(f.partition_values[PARTITION])
+                written[p] = written.get(p, 0) + f.num_records
+            if written != expected:
+                raise _Moved(f"it wrote {written} records per partition where it counted {expected}")
+
+        return records, check, next(iter(expected)) if len(expected) == 1 else None
 
 
 def validate_topic_name(name: str) -> None:
@@ -320,31 +410,99 @@ class TopicTable:
                 return None
             _, base = self._offsets(dt, n)
             ts_type = meta["configs"].get(TIMESTAMP_TYPE_CONFIG, CREATE_TIME)
-            records = self._assign(df, n, base, version, ts_type)
-            read_version = dt.version()
-            try:
-                result = write_dataframe(
-                    records,
-                    self.uri,
-                    app_id=app_id,
-                    version=version,
-                    schema_mode=None,
-                    storage_options=self.storage_options,
-                    expected_version=read_version,
-                    commit_metadata={"lakeconnect.topic": self.name},
-                    no_dictionary=(VALUE,),
-                )
-            except (PySparkException, Py4JError) as e:  # Spark wraps the out-of-range error of a task
-                if f"topic '{self.name}' has {n} partitions" in str(e):
-                    msg = next(line for line in str(e).splitlines() if f"topic '{self.name}' has" in line)
-                    raise DataError(msg[msg.index("topic '"):].split(" SQLSTATE")[0]) from e
-                raise
+            staged = self._stage(df, n, version, ts_type)
+            result = self._write_numbered(staged, n, base, app_id=app_id, version=version, pinned=dt.version())
         if result is None:
             return None
         return self._result(result, base)
 
-    def _assign(self, df: DataFrame, n: int, base: dict[int, int], version: int, ts_type: str) -> DataFrame:
+    def _write_numbered(self, staged: DataFrame, n: int, base: dict[int, int], *, app_id: str, version: int,
+                        pinned: int):
+        """Number the offsets in parallel when the batch allows it (see `_count`), else in order, one task
+        per topic partition; write and commit."""
+        try:
+            counted = self._count(staged, n, base)
+            if counted is not None:
+                # As the records arrive when they arrive sorted (a range read of a key usually does),
+                # else sorted within each Spark partition first.
+                for sort in ((False, True) if _position_function() else (True,)):
+                    try:
+                        return self._write(*counted.numbered(staged, sort), app_id, version, pinned)
+                    except _Unsorted:
+                        continue
+                    except _Moved as e:
+                        log.info("topic '%s': %s; numbering it in one task per partition", self.name, e)
+                        break
+            return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned)
+        except (PySparkException, Py4JError) as e:  # Spark wraps the out-of-range error of a task
+            if f"topic '{self.name}' has {n} partitions" in str(e):
+                msg = next(line for line in str(e).splitlines() if f"topic '{self.name}' has" in line)
+                raise DataError(msg[msg.index("topic '"):].split(" SQLSTATE")[0]) from e
+            raise
+
+    def _write(self, records: DataFrame, check, single_partition: int | None, app_id: str, version: int,
+               pinned: int):
+        try:
+            return write_dataframe(
+                records,
+                self.uri,
+                app_id=app_id,
+                version=version,
+                schema_mode=None,
+                storage_options=self.storage_options,
+                expected_version=pinned,
+                commit_metadata={"lakeconnect.topic": self.name},
+                no_dictionary=(VALUE,),
+                check_files=check,
+                single_partition=None if single_partition is None else {PARTITION: str(single_partition)},
+            )
+        except (PySparkException, Py4JError) as e:
+            if _UNSORTED in str(e):
+                raise _Unsorted() from e
+            if _MOVED in str(e):
+                raise _Moved("its records changed between counting and writing") from e
+            raise
+
+    def _count(self, staged: DataFrame, n: int, base: dict[int, int]) -> _Counted | None:
+        """The batch's records counted per (Spark partition, topic partition), with their `seq` range; None
+        when the offsets need one global order (no records, null seqs, or seq ranges of two Spark
+        partitions interleaving in a topic partition)."""
+        from pyspark.sql import functions as F
+
+        stats = staged.groupBy(F.spark_partition_id().alias("pid"), F.col(PARTITION)).agg(
+            F.count(F.lit(1)).alias("n"), F.count(SEQ).alias("seqs"), F.min(SEQ).alias("lo"), F.max(SEQ).alias("hi")
+        ).collect()
+        if not stats or any(r["n"] != r["seqs"] for r in stats):
+            return None
+        counted = _Counted(n, max(r["pid"] for r in stats) + 1)
+        for spark_part in {r["pid"] for r in stats}:  # sorted within a Spark partition: by (partition, seq)
+            at = 0
+            for r in sorted((r for r in stats if r["pid"] == spark_part), key=lambda r: r[PARTITION]):
+                counted.put(spark_part, r[PARTITION], start=at)
+                at += r["n"]
+        for p in sorted({r[PARTITION] for r in stats}):
+            ranges = sorted((r for r in stats if r[PARTITION] == p), key=lambda r: r["lo"])
+            if any(a["hi"] >= b["lo"] for a, b in zip(ranges, ranges[1:])):
+                return None
+            first = base[p]
+            for r in ranges:
+                counted.put(r["pid"], p, count=r["n"], first=first, lo=r["lo"], hi=r["hi"])
+                first += r["n"]
+            counted.expected[p] = first - base[p]
+        return counted
+
+    def _number_in_order(self, staged: DataFrame, n: int, base: dict[int, int]) -> DataFrame:
+        """Offsets by `row_number` over each topic partition in seq order: one task per partition."""
         from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        bases = F.array(*[F.lit(base[p]).cast("long") for p in range(n)])
+        position = F.row_number().over(Window.partitionBy(PARTITION).orderBy(SEQ))
+        offset = F.element_at(bases, F.col(PARTITION) + 1) + position - 1
+        return staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS)
+
+    def _stage(self, df: DataFrame, n: int, version: int, ts_type: str) -> DataFrame:
+        """The records in the topic's columns, each with its partition and `seq`, not yet numbered."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType, NullType, StringType
 
@@ -383,7 +541,7 @@ class TopicTable:
             if HEADERS in types
             else F.array().cast(HEADERS_DDL)
         )
-        staged = df.select(
+        return df.select(
             chosen.alias(PARTITION),
             F.col(SEQ).cast("long").alias(SEQ),
             F.date_trunc("millisecond", ts).alias(TIMESTAMP),  # Kafka timestamps are milliseconds
@@ -394,10 +552,6 @@ class TopicTable:
             opt(KEY_SCHEMA_ID, "int").alias(KEY_SCHEMA_ID),
             opt(VALUE_SCHEMA_ID, "int").alias(VALUE_SCHEMA_ID),
         )
-        bases = F.array(*[F.lit(base[p]).cast("long") for p in range(n)])
-        position = F.row_number().over(Window.partitionBy(PARTITION).orderBy(SEQ))
-        offset = F.element_at(bases, F.col(PARTITION) + 1) + position - 1
-        return staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS)
 
     def _result(self, result, base: dict[int, int]) -> AppendResult:
         """Per-partition offsets from the written files' statistics (no pass over the data)."""
