@@ -568,12 +568,24 @@ class JdbcSourceTask(SourceTask):
         for f in info.schema.fields:
             fields.append(_as_connect(F.col(self.q_spark(f.name)), df.schema[f.name].dataType, f.schema,
                                       self.config[C.DB_TIMEZONE]).alias(f.name))
+        # Records go to the topic in the order Confluent's queries give them, each Spark partition sorted
+        # (the topic numbers them as they come, and sorts them itself only when they come out of order).
+        # By the key, whose values are the seq, when there is one: MariaDB's and SQLite's tables are
+        # stored in key order and a range of the key comes back in it; PostgreSQL's are not, and raw rows
+        # sort cheaper than the records they become. Else in one global order, ranges of it per Spark
+        # partition and seq their position: a fixed number of ranges, so that the topic's count of the
+        # batch and its write see the same partitions.
         order = self._order_columns(info)
-        ordered = df.orderBy(*order) if order else df
         seq = F.monotonically_increasing_id()
         if self.mode == C.MODE_INCREMENTING or (self.mode == C.MODE_BULK and _single_int_key(info)):
-            key_col = info.incrementing or _single_int_key(info)
-            ordered, seq = df, F.col(self.q_spark(key_col)).cast("long")
+            key_col = F.col(self.q_spark(info.incrementing or _single_int_key(info)))
+            ordered = df if self.dialect in (MYSQL, SQLITE) else df.sortWithinPartitions(key_col)
+            seq = key_col.cast("long")
+        elif order:
+            parts = max(self.context.spark.sparkContext.defaultParallelism, 1)
+            ordered = df.repartitionByRange(parts, *order).sortWithinPartitions(*order)
+        else:
+            ordered = df
         key_schema, key = None, F.lit(None).cast("void")
         if self.detect_deletes:
             key_schema, key = self._key(info, df)

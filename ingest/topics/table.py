@@ -97,6 +97,18 @@ def _position_function() -> bool:
     return spark is not None and java_function(spark, POSITION_FUNCTION, POSITION_CLASS, LongType(), deterministic=False)
 
 
+def _one_spark_partition(df: DataFrame) -> bool:
+    """Whether Spark plans `df` as one partition. Planning only: a plan with an exchange (adaptive, whose
+    partitions are only known once its stages have run) counts as several."""
+    try:
+        plan = df._jdf.queryExecution().executedPlan()
+        if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+            return False
+        return plan.execute().getNumPartitions() == 1
+    except (Py4JError, PySparkException):
+        return False
+
+
 class _Counted:
     """Offsets planned from a count of the batch: for each slot (Spark partition, topic partition), its
     records' first offset, count, seq range, and where they start among their Spark partition's records
@@ -421,6 +433,15 @@ class TopicTable:
         """Number the offsets in parallel when the batch allows it (see `_count`), else in order, one task
         per topic partition; write and commit."""
         try:
+            if _position_function() and _one_spark_partition(staged):  # one task: no count needed
+                for sort in (False, True):
+                    try:
+                        return self._write(*self._number_one_task(staged, n, base, sort), app_id, version, pinned)
+                    except _Unsorted:
+                        continue
+                    except _Moved:
+                        break
+                return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned)
             counted = self._count(staged, n, base)
             if counted is not None:
                 # As the records arrive when they arrive sorted (a range read of a key usually does),
@@ -490,6 +511,23 @@ class TopicTable:
                 first += r["n"]
             counted.expected[p] = first - base[p]
         return counted
+
+    def _number_one_task(self, staged: DataFrame, n: int, base: dict[int, int], sort: bool):
+        """A batch of one Spark partition: each record's offset is its partition's end offset plus the
+        records before it there, counted as they come (or after a sort). A second task, should Spark
+        split the batch after all, fails the write before anything is committed."""
+        from pyspark.sql import functions as F
+
+        if sort:
+            staged = staged.sortWithinPartitions(PARTITION, SEQ)
+        staged = staged.withColumn(_POSITION, F.call_function(POSITION_FUNCTION, F.col(PARTITION),
+                                                              F.col(SEQ).cast("long")))
+        position = F.col(_POSITION)
+        bases = F.array(*[F.lit(base[p]).cast("long") for p in range(n)])
+        failure = F.when(position < 0, F.lit(_UNSORTED)).otherwise(F.lit(_MOVED))
+        offset = F.when((F.spark_partition_id() == 0) & (position >= 0),
+                        F.element_at(bases, F.col(PARTITION) + 1) + position).otherwise(F.raise_error(failure).cast("long"))
+        return staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS), None, 0 if n == 1 else None
 
     def _number_in_order(self, staged: DataFrame, n: int, base: dict[int, int]) -> DataFrame:
         """Offsets by `row_number` over each topic partition in seq order: one task per partition."""

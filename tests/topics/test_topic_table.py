@@ -279,12 +279,12 @@ def _expected(keys_and_seqs, n):
 def _spread(spark, seqs, parts):
     """Records with these seqs, in this order, over `parts` Spark partitions (contiguous slices)."""
     rows = [(f"key-{s % 17}".encode(), f"value-{s}".encode(), s) for s in seqs]
-    return spark.createDataFrame(rows, "key binary, value binary, seq long").repartition(1).coalesce(1) \
-        if parts == 1 else spark.sparkContext.parallelize(rows, parts).toDF("key binary, value binary, seq long")
+    return spark.sparkContext.parallelize(rows, parts).toDF("key binary, value binary, seq long")
 
 
 @pytest.mark.parametrize("jvm", [True, False], ids=["jvm_position", "sorted_index"])
-@pytest.mark.parametrize("shape", ["sorted", "shuffled_within_partitions", "interleaved_across_partitions"])
+@pytest.mark.parametrize("shape", ["sorted", "shuffled_within_partitions", "interleaved_across_partitions",
+                                   "one_task_sorted", "one_task_shuffled"])
 def test_offsets_follow_seq_whichever_way_they_are_numbered(spark, tmp_path, monkeypatch, shape, jvm):
     """Spark partitions holding disjoint seq ranges are numbered in parallel: as they arrive when sorted,
     after a sort within each Spark partition when not. Ranges that interleave across Spark partitions need
@@ -296,6 +296,9 @@ def test_offsets_follow_seq_whichever_way_they_are_numbered(spark, tmp_path, mon
 
     if not jvm:
         monkeypatch.setattr(T, "_position_function", lambda: False)
+    counts = []
+    real_count = T.TopicTable._count
+    monkeypatch.setattr(T.TopicTable, "_count", lambda self, *a: counts.append(1) or real_count(self, *a))
 
     seqs = list(range(0, 3000, 3))
     rng = random.Random(5)
@@ -304,12 +307,13 @@ def test_offsets_follow_seq_whichever_way_they_are_numbered(spark, tmp_path, mon
         for s in slices:
             rng.shuffle(s)
         seqs = [x for s in slices for x in s]
-    elif shape == "interleaved_across_partitions":
+    elif shape in ("interleaved_across_partitions", "one_task_shuffled"):
         rng.shuffle(seqs)
     t = TopicTable(str(tmp_path), "numbered")
     t.create(3)
-    result = t.append(_spread(spark, seqs, 4), app_id="c", version=1)
+    result = t.append(_spread(spark, seqs, 1 if shape.startswith("one_task") else 4), app_id="c", version=1)
     assert result.count == len(seqs)
+    assert bool(counts) != (jvm and shape.startswith("one_task"))  # one task numbers without a count first
     got = _numbered_rows(t)
     assert got == _expected([(f"key-{s % 17}".encode(), s) for s in seqs], 3)
     more = list(range(5000, 5300))  # a second batch continues every partition's offsets
