@@ -147,11 +147,12 @@ class _Counted:
         if sort:
             staged = staged.sortWithinPartitions(PARTITION, SEQ)
         if _position_function():  # the records before this one in its slot, counted as they come (-1: out of order)
-            staged = staged.withColumn(_POSITION, F.call_function(POSITION_FUNCTION, slot, F.col(SEQ).cast("long")))
-            position = F.col(_POSITION)
+            position = F.call_function(POSITION_FUNCTION, slot, F.col(SEQ).cast("long"))
         else:  # sorted: the record's index in its Spark partition, less where its slot starts there
             position = F.monotonically_increasing_id() - F.shiftleft(pid.cast("long"), 33) - at("start")
-        seq = F.col(SEQ)
+        # Its own column: Spark evaluates a nondeterministic expression once per record, in order.
+        staged = staged.withColumn(_POSITION, position)
+        position, seq = F.col(_POSITION), F.col(SEQ)
         fits = (at("first").isNotNull() & (position >= 0) & (position < at("count")) & (seq >= at("lo"))
                 & (seq <= at("hi")))
         failure = F.when(position < 0, F.lit(_UNSORTED)).otherwise(F.lit(_MOVED))
