@@ -144,6 +144,12 @@ class SourceTask:
         """Exactly the records of `plan`'s ranges, in source order (the `seq` column), as Connect records."""
         raise NotImplementedError
 
+    def explain(self, error: Exception, plan: SourcePlan) -> Exception | None:
+        """A clear error (a LakeConnectError) for `error`, which Spark raised while it evaluated the batch
+        `read` returned (reads are lazy: they run when the records are converted and written), or None to
+        let it through as it is."""
+        return None
+
     def close(self) -> None:
         """Release what the task holds (connections, files)."""
 

@@ -31,13 +31,14 @@ from pyspark.sql.window import Window
 from connectors.jdbc import config as C
 from connectors.jdbc import state as S
 from connectors.jdbc.state import TableState
-from connectors.jdbc.dialects import MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, parse_jdbc_url, quote_identifier
+from connectors.jdbc.dialects import (MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, parse_jdbc_url, quote_identifier,
+                                     redact)
 from connectors.jdbc.discovery import TableId, connect
 from connectors.jdbc.schemas import Column as DbColumn
 from connectors.jdbc.schemas import column_name, describe_columns, value_schema
 from connectors.jdbc.source import task_tables
 from ingest.api import PlannedRange, SourcePlan, SourceTask
-from ingest.errors import ConfigError, Problem
+from ingest.errors import ConfigError, FatalError, Problem
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records.schema import DATE as DATE_LOGICAL
 from ingest.records.schema import TIME as TIME_LOGICAL
@@ -116,6 +117,16 @@ class JdbcSourceTask(SourceTask):
                                    self.config.secret(C.CONNECTION_PASSWORD), self.config[C.CONNECTION_ATTEMPTS],
                                    self.config[C.CONNECTION_BACKOFF_MS])
         return self._engine
+
+    def explain(self, error: Exception, plan: SourcePlan) -> Exception | None:
+        """The database failed while Spark read the batch's rows (a query failing on some row, a connection
+        lost): its driver's message, what was being read, and that nothing of the batch was committed."""
+        if not any(marker in str(error) for marker in _DRIVER_ERRORS):
+            return None
+        read = ", ".join(sorted({str(r.partition.get("table") or "the query") for r in plan.ranges})) or "the batch"
+        return FatalError(f"reading {read} from {redact(self.config[C.CONNECTION_URL])} failed: "
+                          f"{_driver_message(error)}. Nothing of this batch was committed: the next run reads the "
+                          "same rows again, so fix what the database refused first")
 
     def close(self) -> None:
         if self._engine is not None:
@@ -699,6 +710,10 @@ def _inline(sql: str, params: Mapping[str, Any], dialect: Dialect) -> str:
 def _escape_colons(sql: str) -> str:
     """User SQL inside an SQLAlchemy text(): a colon there is text, not a bound parameter."""
     return sql.replace(":", "\\:")
+
+
+# What a JDBC driver's failure looks like inside Spark's error text.
+_DRIVER_ERRORS = ("java.sql.SQL", "SQLException", "PSQLException", "SQLiteException", "SQLSyntaxError")
 
 
 def _driver_message(e: Exception) -> str:

@@ -10,6 +10,7 @@ offset commits carry the app transaction `(<connector>:task-<n>, batch id)` and 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -22,7 +23,7 @@ from pyspark.sql import functions as F
 
 from ingest.api import SinkTask, SourcePlan, SourceTask, TopicRange
 from ingest.config.connector import TOPIC_CREATION_PARTITIONS, TOPICS, TOPICS_REGEX, ConnectorSetup
-from ingest.errors import DataError, StateError
+from ingest.errors import DataError, LakeConnectError, StateError
 from ingest.records import ERROR, TOPIC, RecordBatch
 from ingest.runtime import faults
 from ingest.runtime.pipeline import Pipeline, plugin_class_name, union_all
@@ -124,7 +125,9 @@ class BatchRunner:
         steps.done("read")
         batches = self.pipeline.transform(batches)
         steps.done("transform")
-        frames, persisted, topics, failed = run_guarded(lambda: self._serialise(batches), self.name, task_id)
+        explained = functools.partial(_explained, task, plan)
+        frames, persisted, topics, failed = explained(lambda: run_guarded(lambda: self._serialise(batches),
+                                                                            self.name, task_id))
         steps.done("convert")
 
         def write() -> int:
@@ -142,7 +145,7 @@ class BatchRunner:
                         written += result.count
             return written
 
-        records = run_guarded(write, self.name, task_id)
+        records = explained(lambda: run_guarded(write, self.name, task_id))
         failures = sum(log_failed(policy, f, self.name, task_id, sink=False) for f in failed)
         for p in persisted:
             p.unpersist()
@@ -349,6 +352,19 @@ class BatchRunner:
             policy.retrying(lambda: table.append(letters, app_id=f"{group}:task-{task_id}:dlq", version=batch_id),
                             KAFKA_PRODUCE, f"writing dead letter queue '{policy.dlq_topic}'")
         return log_failed(policy, df, self.name, task_id, sink=True)
+
+
+def _explained(task: SourceTask, plan: SourcePlan, operation: Callable[[], Any]) -> Any:
+    """Run a step that evaluates the task's records; a failure of its read comes out as the task explains it."""
+    try:
+        return operation()
+    except LakeConnectError:
+        raise
+    except Exception as e:  # Spark's own exception types vary with the session kind
+        explained = task.explain(e, plan)
+        if explained is None:
+            raise
+        raise explained from e
 
 
 def _per_topic(ids: dict[str, int]) -> Any:

@@ -1,5 +1,5 @@
 """The JDBC source on MariaDB and PostgreSQL, killed after every step of a batch (each of the four modes
-on one of them; compared with a run that never crashed), and names that carry SQL.
+on both; compared with a run that never crashed), and names that carry SQL.
 
 Each crash test costs about a dozen CLI runs (one Spark start each): the second batch is killed after
 each step in turn, each run resuming the batch the previous one left, rather than one test per step.
@@ -17,10 +17,9 @@ from tests.jdbc._books import (
 )
 
 
-# Every mode is killed at every step on SQLite (test_source_sqlite.py); here each mode on one server, as
-# each CLI run starts Spark and the whole matrix would cost the suite too much.
-SERVER_MODES = [("mariadb", "bulk"), ("mariadb", "timestamp"), ("postgres", "incrementing"),
-                ("postgres", "timestamp+incrementing")]
+# Every mode on every database (SQLite's in test_source_sqlite.py).
+SERVER_MODES = [(kind, mode) for kind in ("mariadb", "postgres")
+                for mode in ("bulk", "incrementing", "timestamp", "timestamp+incrementing")]
 
 
 @pytest.mark.parametrize(("database", "mode"), SERVER_MODES, indirect=["database"])

@@ -108,3 +108,38 @@ def test_query_mode_timestamp_incrementing(tmp_path, database):
     offsets = json.loads(cli("offsets", "list", "q", worker=worker).stdout)["offsets"]
     assert offsets == [{"partition": {"query": "query"},
                         "offset": {"incrementing": 1, "timestamp": 1656288000000, "timestamp_nanos": 0}}]
+
+
+def test_a_row_the_database_fails_to_read_fails_the_batch_clearly(tmp_path, database):
+    """A query that fails on one row fails inside Spark's read, after the batch was planned: the run
+    exits 1 with the database's own message and what was read, not a bare Java error; the task is FAILED
+    with that reason; nothing reaches the topic; once the row is fixed the next run copies every row."""
+    kind, _, engine, schema, _ = database
+    with engine.begin() as c:
+        if kind == "mariadb":
+            c.exec_driver_sql("CREATE FUNCTION lc_check(i BIGINT, t VARCHAR(150)) RETURNS BIGINT DETERMINISTIC "
+                              "BEGIN IF t = 'broken' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = "
+                              "'row is broken'; END IF; RETURN i; END")
+        else:
+            c.exec_driver_sql("CREATE FUNCTION lc_check(i BIGINT, t VARCHAR) RETURNS BIGINT AS $$ BEGIN "
+                              "IF t = 'broken' THEN RAISE EXCEPTION 'row is broken'; END IF; RETURN i; END $$ "
+                              "LANGUAGE plpgsql")
+        c.exec_driver_sql("UPDATE kafka_books SET subtitle = 'broken' WHERE id = 2")
+    prefix = f"{schema}." if schema else ""
+    worker = create_connector(tmp_path, database, "check", {
+        "topic.prefix": "checked", "mode": "bulk", "table.whitelist": "", "schema.pattern": "",
+        "query": f"SELECT id, title, {prefix}lc_check(id, subtitle) AS checked FROM {prefix}kafka_books"})
+    r = cli("run", "check", worker=worker)
+    assert r.returncode == 1, r.stderr
+    assert "row is broken" in r.stderr and "reading the query from jdbc:" in r.stderr, r.stderr
+    assert "Nothing of this batch was committed" in r.stderr
+    assert "unexpected failure" not in r.stderr and "Traceback" not in r.stderr
+    status = json.loads(cli("connectors", "status", "check", worker=worker).stdout)
+    assert status["tasks"][0]["state"] == "FAILED" and "row is broken" in status["tasks"][0]["trace"]
+    assert cli("topics", "describe", "checked", worker=worker).returncode != 0 or consume(worker, "checked") == []
+    with engine.begin() as c:
+        c.exec_driver_sql("UPDATE kafka_books SET subtitle = 'fixed' WHERE id = 2")
+    assert cli("connectors", "restart", "check", worker=worker).returncode == 0
+    r = cli("run", "check", worker=worker)
+    assert r.returncode == 0, r.stderr
+    assert [e["payload"]["id"] for e in consume(worker, "checked")] == [1, 2]
