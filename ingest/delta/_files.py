@@ -70,7 +70,7 @@ class FileSpec:
     storage_options: dict[str, str] | None = None
     compression: str = "snappy"
     row_group_rows: int = ROW_GROUP_ROWS
-    no_dictionary: tuple[str, ...] = ()  # columns whose values rarely repeat: no dictionary pages tried
+    opaque: tuple[str, ...] = ()  # values that rarely repeat, never filtered on: no dictionary, no statistics
     file_schema: pa.Schema = field(init=False)
     stats_columns: tuple[str, ...] = field(init=False)
 
@@ -307,9 +307,10 @@ class _OpenFile:
             self.sink = pa.OSFile(full, "wb")
         else:
             self.sink = fs.open_output_stream(self.path)
-        dictionary = [f.name for f in spec.file_schema if f.name not in spec.no_dictionary] if spec.no_dictionary else True
+        dictionary = [f.name for f in spec.file_schema if f.name not in spec.opaque] if spec.opaque else True
+        statistics = [f.name for f in spec.file_schema if f.name not in spec.opaque] if spec.opaque else True
         self.writer = pq.ParquetWriter(self.sink, spec.file_schema, compression=spec.compression,
-                                       use_dictionary=dictionary)
+                                       use_dictionary=dictionary, write_statistics=statistics)
         self.buffer: list[pa.Table] = []
         self.buffered_rows = 0
         self.buffered_bytes = 0

@@ -31,7 +31,7 @@ STAGE_PREFIX = "w-"  # the directory of one write: w-<version>-<uuid>
 TIMESTAMP_MICROS = "TIMESTAMP_MICROS"  # Delta's timestamp; Spark's default INT96 is not
 
 
-def write_native(df: DataFrame, plan: WritePlan, no_dictionary: tuple[str, ...] = (),
+def write_native(df: DataFrame, plan: WritePlan, opaque: tuple[str, ...] = (),
                  single_partition: Mapping[str, str] | None = None) -> list[DataFile]:
     """Spark writes the files, the driver describes them. With `single_partition` (every row's partition
     values, known to the caller), Spark writes them straight into that partition's directory: no
@@ -49,8 +49,9 @@ def write_native(df: DataFrame, plan: WritePlan, no_dictionary: tuple[str, ...] 
         target = os.path.join(stage_dir, *(f"{c}={quote(str(single_partition[c]), safe='')}" for c in partition_by))
         df, partition_by = df.drop(*partition_by), ()
     writer = df.write.option("compression", "snappy")
-    for column in no_dictionary:  # Parquet's per-column setting: try no dictionary on values that rarely repeat
+    for column in opaque:  # Parquet's per-column settings: no dictionary, no min/max statistics
         writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
+        writer = writer.option(f"parquet.column.statistics.enabled#{column}", "false")
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     try:

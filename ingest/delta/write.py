@@ -38,7 +38,7 @@ def write_dataframe(
     commit_metadata: Mapping[str, Any] | None = None,
     expected_version: int | None = None,
     engine: str = "auto",
-    no_dictionary: Sequence[str] = (),
+    opaque: Sequence[str] = (),
     check_files: Callable[[list[DataFile]], None] | None = None,
     single_partition: Mapping[str, str] | None = None,
 ) -> WriteResult | None:
@@ -56,8 +56,10 @@ def write_dataframe(
     `mapInArrow`; any table URI), "spark" (Spark's native writer, local tables; statistics from the
     file footers) or "auto" (spark for local tables unless partitioned by a timestamp, else arrow).
 
-    `no_dictionary`: columns written without Parquet dictionary encoding, for values that rarely repeat
-    (a topic's record values): trying a dictionary and falling back costs time and saves nothing.
+    `opaque`: columns whose values rarely repeat and are never filtered on (a topic's record values),
+    written without Parquet dictionary encoding (trying one and falling back costs time and saves
+    nothing) and without min/max statistics (comparing every value with the running bounds costs more
+    than the rest of the write when values share a long prefix, as JSON envelopes do).
 
     `single_partition`: the values of the partition columns when the caller knows every row has them
     (the "spark" engine then writes without partitioning, so without sorting the rows by partition).
@@ -81,9 +83,9 @@ def write_dataframe(
     if plan is None:
         return None
     if _pick_engine(engine, plan) == "spark":
-        files = write_native(df, plan, tuple(no_dictionary), single_partition)
+        files = write_native(df, plan, tuple(opaque), single_partition)
     else:
-        spec = replace(plan.file_spec(), no_dictionary=tuple(no_dictionary))
+        spec = replace(plan.file_spec(), opaque=tuple(opaque))
         rows = df.mapInArrow(partial(write_task, spec=spec), META_DDL).collect()
         files = [
             DataFile(r["path"], r["size"], json.loads(r["partition_values"]), r["num_records"], r["stats"])

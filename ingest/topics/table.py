@@ -474,7 +474,7 @@ class TopicTable:
                 storage_options=self.storage_options,
                 expected_version=pinned,
                 commit_metadata={"lakeconnect.topic": self.name},
-                no_dictionary=(VALUE,),
+                opaque=(VALUE,),
                 check_files=check,
                 single_partition=None if single_partition is None else {PARTITION: str(single_partition)},
             )

@@ -249,8 +249,9 @@ def test_columns_selection(spark, tmp_path, write):
         read_table(spark, uri, columns=["nope"])
 
 
-def test_no_dictionary_columns_with_either_engine(spark, tmp_path):
-    """`no_dictionary` reaches both writers: Spark's (a per-column Parquet option) and pyarrow's."""
+def test_opaque_columns_with_either_engine(spark, tmp_path):
+    """`opaque` reaches both writers (Spark's per-column Parquet options, pyarrow's lists): no dictionary
+    and no min/max statistics for those columns, both for the others; Delta's own statistics stay."""
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
 
@@ -259,9 +260,14 @@ def test_no_dictionary_columns_with_either_engine(spark, tmp_path):
     df = spark.range(0, 1000, 1, 1).selectExpr("cast(id % 3 as string) as a", "cast(id % 3 as string) as b")
     for engine in ("spark", "arrow"):
         uri = str(tmp_path / engine)
-        write_dataframe(df, uri, app_id="t", version=1, engine=engine, no_dictionary=("b",))
+        write_dataframe(df, uri, app_id="t", version=1, engine=engine, opaque=("b",))
         for f in DeltaTable(uri).file_uris():
             meta = pq.ParquetFile(f).metadata
             enc = {meta.schema.column(i).path: meta.row_group(0).column(i).encodings for i in range(meta.num_columns)}
             assert any("DICTIONARY" in e for e in enc["a"]), (engine, enc)
             assert not any("DICTIONARY" in e for e in enc["b"]), (engine, enc)
+            stats = {meta.schema.column(i).path: meta.row_group(0).column(i).statistics for i in range(meta.num_columns)}
+            assert stats["a"] is not None and stats["a"].has_min_max, (engine, stats)
+            assert stats["b"] is None or not stats["b"].has_min_max, (engine, stats)
+        added = pa.table(DeltaTable(uri).get_add_actions(flatten=True)).to_pydict()
+        assert added["num_records"] == [1000], (engine, added)
