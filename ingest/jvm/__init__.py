@@ -52,8 +52,10 @@ def build(force: bool = False) -> Path:
     import pyspark
 
     spark_jars = Path(pyspark.__file__).resolve().parent / "jars"
-    classpath = [str(p) for p in sorted(spark_jars.glob("spark-sql-api_*.jar"))]
-    if not classpath:
+    classpath = [str(p) for pattern in ("spark-sql-api_*.jar", "spark-catalyst_*.jar", "spark-unsafe_*.jar",
+                                        "spark-common-utils_*.jar", "scala-library-*.jar", "kryo-shaded-*.jar")
+                 for p in sorted(spark_jars.glob(pattern))]
+    if not any("spark-sql-api" in p for p in classpath):
         raise RuntimeError(f"no spark-sql-api jar under {spark_jars}: is pyspark installed?")
     with tempfile.TemporaryDirectory(prefix="lakeconnect-jvm-") as out:
         subprocess.run([javac, "--release", "17", "-nowarn", "-cp", ":".join(classpath), "-d", out,
@@ -93,6 +95,28 @@ def java_function(spark: SparkSession, name: str, class_name: str, return_type: 
                  "Start the session with spark.jars=%s for the faster one.", class_name,
                  str(e).splitlines()[0][:200], JAR)
         _unavailable.add((app, class_name))
+        return False
+
+
+def java_expression(spark: SparkSession, name: str, builder_class: str) -> bool:
+    """Make `builder_class` (a Java `Function1<Seq<Expression>, Expression>`) the SQL function `name` of this
+    session, if not done yet: for Spark expressions of our own, which Spark code-generates inline (a UDF's
+    arguments are converted to Java objects first). False when the session cannot load the class."""
+    if spark.catalog.functionExists(name):
+        return True
+    app = spark.sparkContext.applicationId
+    if (app, builder_class) in _unavailable:
+        return False
+    try:
+        jvm = spark._jvm
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        builder = jvm.java.lang.Class.forName(builder_class, True, loader).newInstance()
+        spark._jsparkSession.sessionState().functionRegistry().createOrReplaceTempFunction(name, builder, "java_udf")
+        return True
+    except Exception as e:  # noqa: BLE001 - any failure to load means: use the Python implementation
+        log.info("%s is not on this Spark session's class path (%s); using the Python implementation.",
+                 builder_class, str(e).splitlines()[0][:200])
+        _unavailable.add((app, builder_class))
         return False
 
 

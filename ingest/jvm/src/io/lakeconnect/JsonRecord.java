@@ -1,0 +1,386 @@
+package io.lakeconnect;
+
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.Objects;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.codegen.Block;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodeBlock;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
+import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.unsafe.types.UTF8String;
+
+import scala.collection.immutable.IndexedSeq;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Kafka's JsonConverter text of a flat struct, written straight from Spark's internal row into bytes:
+ * {@code prefix + {"f1":v1,"f2":v2,...} + suffix} (the prefix and suffix carry the envelope
+ * {@code {"schema":...,"payload":} and {@code }} when schemas are enabled).
+ *
+ * <p>It writes what Spark's {@code to_json} (Jackson) writes for the same fields once brought to their
+ * JSON form (Date as epoch days, Timestamp as epoch millis, Decimal as the base64 of its unscaled
+ * two's-complement bytes or as a number, bytes as base64), without building a JSON text and copying it
+ * around. Anything it does not handle the same way for certain (a null in a field that must not be
+ * null or takes its default, a string that is not valid UTF-8) makes it return null, and the caller
+ * falls back to the general expression for that record.
+ *
+ * <p>A plain {@code Expression} with one child (Spark's {@code UnaryExpression} cannot be extended from
+ * Java), code-generated as a call of {@link #encode}, so the stage around it stays code-generated.
+ *
+ * <p>{@code spec} has one line per field: {@code <kind> <nulls> <JSON-quoted name>}, where kind is
+ * {@code l} / {@code i} / {@code h} / {@code c} (long / int / short / byte), {@code b} (boolean), {@code s} (string), {@code y} (binary),
+ * {@code D} (date), {@code T} (timestamp), {@code B<p>.<s>} / {@code N<p>.<s>} (decimal as base64 bytes
+ * / as a number) and nulls is {@code n} (a null is written as null) or {@code x} (a null is not ours).
+ */
+public final class JsonRecord extends Expression implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    private static final byte[] NULL = "null".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] TRUE = "true".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] FALSE = "false".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] HEX = "0123456789ABCDEF".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] SHORT_ESCAPES = new byte[128];
+
+    static {
+        SHORT_ESCAPES['"'] = '"';
+        SHORT_ESCAPES['\\'] = '\\';
+        SHORT_ESCAPES['\b'] = 'b';
+        SHORT_ESCAPES['\t'] = 't';
+        SHORT_ESCAPES['\f'] = 'f';
+        SHORT_ESCAPES['\n'] = 'n';
+        SHORT_ESCAPES['\r'] = 'r';
+    }
+
+    private final Expression child;
+    private final String spec;
+    private final String prefix;
+    private final String suffix;
+
+    private transient Field[] fields;
+    private transient byte[] prefixBytes;
+    private transient byte[] suffixBytes;
+    private static final ThreadLocal<Buffer> BUFFERS = ThreadLocal.withInitial(Buffer::new);
+
+    public JsonRecord(Expression child, String spec, String prefix, String suffix) {
+        this.child = child;
+        this.spec = spec;
+        this.prefix = prefix;
+        this.suffix = suffix;
+    }
+
+    private static final class Field {
+        final char kind;
+        final boolean nullable;
+        final byte[] name;
+        final int precision;
+        final int scale;
+
+        Field(String line) {
+            String[] parts = line.split(" ", 3);
+            if (parts.length != 3 || parts[0].isEmpty() || !(parts[1].equals("n") || parts[1].equals("x"))) {
+                throw new IllegalArgumentException("bad field spec: " + line);
+            }
+            kind = parts[0].charAt(0);
+            nullable = parts[1].equals("n");
+            name = (parts[2] + ":").getBytes(StandardCharsets.UTF_8);
+            if (kind == 'B' || kind == 'N') {
+                String[] ps = parts[0].substring(1).split("\\.");
+                precision = Integer.parseInt(ps[0]);
+                scale = Integer.parseInt(ps[1]);
+            } else if ("lihcbsyDT".indexOf(kind) >= 0 && parts[0].length() == 1) {
+                precision = 0;
+                scale = 0;
+            } else {
+                throw new IllegalArgumentException("bad field kind: " + parts[0]);
+            }
+        }
+    }
+
+    /** A growable byte buffer, one per expression instance and thread. */
+    private static final class Buffer {
+        byte[] bytes = new byte[1024];
+        int size;
+
+        void ensure(int more) {
+            if (size + more > bytes.length) {
+                bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + more));
+            }
+        }
+
+        void put(byte b) {
+            ensure(1);
+            bytes[size++] = b;
+        }
+
+        void put(byte[] b) {
+            ensure(b.length);
+            System.arraycopy(b, 0, bytes, size, b.length);
+            size += b.length;
+        }
+
+        void putLong(long v) {
+            if (v == Long.MIN_VALUE) {
+                put("-9223372036854775808".getBytes(StandardCharsets.US_ASCII));
+                return;
+            }
+            ensure(20);
+            if (v < 0) {
+                bytes[size++] = '-';
+                v = -v;
+            }
+            int digits = 1;
+            for (long t = v; t >= 10; t /= 10) {
+                digits++;
+            }
+            int end = size + digits;
+            for (int i = end - 1; i >= size; i--) {
+                bytes[i] = (byte) ('0' + (v % 10));
+                v /= 10;
+            }
+            size = end;
+        }
+    }
+
+    private void init() {
+        if (fields == null) {
+            String[] lines = spec.isEmpty() ? new String[0] : spec.split("\n");
+            Field[] parsed = new Field[lines.length];
+            for (int i = 0; i < lines.length; i++) {
+                parsed[i] = new Field(lines[i]);
+            }
+            prefixBytes = prefix.getBytes(StandardCharsets.UTF_8);
+            suffixBytes = suffix.getBytes(StandardCharsets.UTF_8);
+            fields = parsed;
+        }
+    }
+
+    /** The record's bytes, or null when this record needs the general expression. */
+    public byte[] encode(InternalRow row) {
+        init();
+        Buffer out = BUFFERS.get();
+        out.size = 0;
+        out.put(prefixBytes);
+        out.put((byte) '{');
+        for (int i = 0; i < fields.length; i++) {
+            Field f = fields[i];
+            if (i > 0) {
+                out.put((byte) ',');
+            }
+            out.put(f.name);
+            if (row.isNullAt(i)) {
+                if (!f.nullable) {
+                    return null;
+                }
+                out.put(NULL);
+                continue;
+            }
+            switch (f.kind) {
+                case 'l':
+                    out.putLong(row.getLong(i));
+                    break;
+                case 'i':
+                    out.putLong(row.getInt(i));
+                    break;
+                case 'h':
+                    out.putLong(row.getShort(i));
+                    break;
+                case 'c':
+                    out.putLong(row.getByte(i));
+                    break;
+                case 'b':
+                    out.put(row.getBoolean(i) ? TRUE : FALSE);
+                    break;
+                case 's':
+                    if (!string(out, row.getUTF8String(i))) {
+                        return null;
+                    }
+                    break;
+                case 'y':
+                    base64(out, row.getBinary(i));
+                    break;
+                case 'D':
+                    out.putLong(row.getInt(i));
+                    break;
+                case 'T':
+                    out.putLong(Math.floorDiv(row.getLong(i), 1000L));
+                    break;
+                case 'B':
+                    base64(out, unscaledBytes(row.getDecimal(i, f.precision, f.scale)));
+                    break;
+                case 'N':
+                    out.put(row.getDecimal(i, f.precision, f.scale).toJavaBigDecimal().toString()
+                            .getBytes(StandardCharsets.US_ASCII));
+                    break;
+                default:
+                    throw new IllegalStateException("field kind " + f.kind);
+            }
+        }
+        out.put((byte) '}');
+        out.put(suffixBytes);
+        return Arrays.copyOf(out.bytes, out.size);
+    }
+
+    /** Kafka's Decimal.fromLogical: the unscaled value's minimal two's-complement bytes, big-endian. */
+    static byte[] unscaledBytes(Decimal d) {
+        if (d.precision() <= Decimal.MAX_LONG_DIGITS()) {
+            long v = d.toUnscaledLong();
+            int n = 8;
+            while (n > 1) {  // drop leading bytes that only repeat the sign
+                long top = v >> ((n - 1) * 8 - 1);
+                if (top != 0 && top != -1) {
+                    break;
+                }
+                n--;
+            }
+            byte[] b = new byte[n];
+            for (int k = n - 1; k >= 0; k--) {
+                b[k] = (byte) v;
+                v >>= 8;
+            }
+            return b;
+        }
+        BigInteger unscaled = d.toJavaBigDecimal().unscaledValue();
+        return unscaled.toByteArray();
+    }
+
+    private static void base64(Buffer out, byte[] value) {
+        byte[] encoded = Base64.getEncoder().encode(value);
+        out.ensure(encoded.length + 2);
+        out.bytes[out.size++] = '"';
+        System.arraycopy(encoded, 0, out.bytes, out.size, encoded.length);
+        out.size += encoded.length;
+        out.bytes[out.size++] = '"';
+    }
+
+    /** Jackson's string: quotes, backslash and controls escaped, everything else as it is. */
+    private static boolean string(Buffer out, UTF8String value) {
+        byte[] bytes = value.getBytes();
+        for (byte b : bytes) {
+            if (b < 0) {  // not ASCII: as Spark decodes it (malformed input becomes U+FFFD) and encodes it back
+                bytes = value.toString().getBytes(StandardCharsets.UTF_8);
+                break;
+            }
+        }
+        out.ensure(bytes.length + 2);
+        out.bytes[out.size++] = '"';
+        for (byte b : bytes) {
+            if (b >= 0 && b < 0x20 || b == '"' || b == '\\') {
+                out.ensure(6);
+                out.bytes[out.size++] = '\\';
+                byte esc = SHORT_ESCAPES[b];
+                if (esc != 0) {
+                    out.bytes[out.size++] = esc;
+                } else {
+                    out.bytes[out.size++] = 'u';
+                    out.bytes[out.size++] = '0';
+                    out.bytes[out.size++] = '0';
+                    out.bytes[out.size++] = HEX[(b >> 4) & 0xF];
+                    out.bytes[out.size++] = HEX[b & 0xF];
+                }
+            } else {
+                out.ensure(1);
+                out.bytes[out.size++] = b;
+            }
+        }
+        out.ensure(1);
+        out.bytes[out.size++] = '"';
+        return true;
+    }
+
+    // --- Spark's Expression ---------------------------------------------------------------------
+
+    @Override
+    public Seq<Expression> children() {
+        return CollectionConverters.asScala(java.util.List.of(child)).toList();
+    }
+
+    @Override
+    public DataType dataType() {
+        return DataTypes.BinaryType;
+    }
+
+    @Override
+    public boolean nullable() {
+        return true;
+    }
+
+    @Override
+    public Object eval(InternalRow input) {
+        Object row = child.eval(input);
+        return row == null ? null : encode((InternalRow) row);
+    }
+
+    @Override
+    public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
+        String self = ctx.addReferenceObj("jsonRecord", this, JsonRecord.class.getName());
+        ExprCode in = child.genCode(ctx);
+        String code = "\nboolean " + ev.isNull() + " = " + in.isNull() + ";\n"
+                + "byte[] " + ev.value() + " = null;\n"
+                + "if (!" + ev.isNull() + ") {\n"
+                + "  " + ev.value() + " = " + self + ".encode(" + in.value() + ");\n"
+                + "  " + ev.isNull() + " = " + ev.value() + " == null;\n"
+                + "}\n";
+        Block block = new CodeBlock(CollectionConverters.asScala(java.util.List.of(code)).toList(),
+                CollectionConverters.asScala(java.util.List.<org.apache.spark.sql.catalyst.expressions.codegen.JavaCode>of()).toList());
+        ev.code_$eq(in.code().$plus(block));
+        return ev;
+    }
+
+    @Override
+    public Expression withNewChildrenInternal(IndexedSeq<Expression> newChildren) {
+        return new JsonRecord(newChildren.apply(0), spec, prefix, suffix);
+    }
+
+    @Override
+    public String prettyName() {
+        return "lakeconnect_json_record";
+    }
+
+    @Override
+    public int productArity() {
+        return 4;
+    }
+
+    @Override
+    public Object productElement(int n) {
+        switch (n) {
+            case 0:
+                return child;
+            case 1:
+                return spec;
+            case 2:
+                return prefix;
+            case 3:
+                return suffix;
+            default:
+                throw new IndexOutOfBoundsException(String.valueOf(n));
+        }
+    }
+
+    @Override
+    public boolean canEqual(Object other) {
+        return other instanceof JsonRecord;
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        if (!(other instanceof JsonRecord)) {
+            return false;
+        }
+        JsonRecord o = (JsonRecord) other;
+        return child.equals(o.child) && spec.equals(o.spec) && prefix.equals(o.prefix) && suffix.equals(o.suffix);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(child, spec, prefix, suffix);
+    }
+}
