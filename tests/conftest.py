@@ -28,11 +28,39 @@ def lake(tmp_path) -> Path:
     return root
 
 
+# Runs of `python -m ingest` in tests are short: their JVM spends most of its time starting. Two JVM
+# settings halve that: C1 only (C2's compiler threads otherwise compete for the two cores with code
+# that runs once), and a class-data archive of Spark's classes (JDK 17's AppCDS), dumped once per
+# virtualenv by the first test that needs it. Without an archive the runs are only slower.
+CLASS_ARCHIVE = Path(sys.prefix) / "lakeconnect-spark-classes.jsa"
+_FAST_START = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1"
+_java_options: str | None = None
+
+
+def _test_java_options() -> str:
+    global _java_options
+    if os.environ.get("LAKECONNECT_TEST_PLAIN_JVM"):  # to compare, or to rule the settings out
+        return "-Duser.timezone=UTC"
+    if _java_options is None:
+        if not CLASS_ARCHIVE.exists():
+            partial = CLASS_ARCHIVE.with_suffix(f".{os.getpid()}.tmp")
+            dump = f"{_FAST_START} -XX:ArchiveClassesAtExit={partial}"
+            code = ("from ingest.spark import get_spark; s = get_spark({'spark.master': 'local[2]', "
+                    f"'spark.driver.extraJavaOptions': {dump!r}}}); "
+                    "s.range(1000).selectExpr('id % 7 as k').groupBy('k').count().collect(); s.stop()")
+            done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=600)
+            if done.returncode == 0 and partial.exists():
+                partial.replace(CLASS_ARCHIVE)
+            partial.unlink(missing_ok=True)
+        _java_options = _FAST_START + (f" -XX:SharedArchiveFile={CLASS_ARCHIVE}" if CLASS_ARCHIVE.exists() else "")
+    return _java_options
+
+
 def write_worker(path: Path, lake: Path, **extra: str) -> Path:
     lines = {"lake.root": str(lake), "key.converter": "org.apache.kafka.connect.storage.StringConverter",
              "value.converter": "org.apache.kafka.connect.storage.StringConverter",
              "file.connectors.enable": "true", "spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
-             **extra}
+             "spark.driver.extraJavaOptions": _test_java_options(), **extra}
     path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
     return path
 

@@ -75,48 +75,50 @@ def java_function(spark: SparkSession, name: str, class_name: str, return_type: 
     False when the session cannot load the class (the jar was not on its class path at start-up); that
     is remembered per Spark application, so the attempt and its log line happen once.
     """
+    def register() -> None:
+        if deterministic:
+            spark.udf.registerJavaFunction(name, class_name, return_type)
+        else:
+            session = spark._jsparkSession
+            udf = spark._jvm.org.apache.spark.sql.functions.udf(_instance(spark, class_name),
+                                                                session.parseDataType(return_type.json()))
+            session.udf().register(name, udf.asNondeterministic())
+
+    return _registered(spark, name, class_name, register)
+
+
+def java_expression(spark: SparkSession, name: str, builder_class: str) -> bool:
+    """Make `builder_class` (a Java `Function1<Seq<Expression>, Expression>`) the SQL function `name` of this
+    session, if not done yet: for Spark expressions of our own, which Spark code-generates inline (a UDF's
+    arguments are converted to Java objects first). False, as for `java_function`, when the session
+    cannot load the class."""
+    def register() -> None:
+        registry = spark._jsparkSession.sessionState().functionRegistry()
+        registry.createOrReplaceTempFunction(name, _instance(spark, builder_class), "java_udf")
+
+    return _registered(spark, name, builder_class, register)
+
+
+def _instance(spark: SparkSession, class_name: str):
+    jvm = spark._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    return jvm.java.lang.Class.forName(class_name, True, loader).newInstance()
+
+
+def _registered(spark: SparkSession, name: str, class_name: str, register) -> bool:
     if spark.catalog.functionExists(name):
         return True
     app = spark.sparkContext.applicationId
     if (app, class_name) in _unavailable:
         return False
     try:
-        if deterministic:
-            spark.udf.registerJavaFunction(name, class_name, return_type)
-        else:
-            jvm, session = spark._jvm, spark._jsparkSession
-            instance = jvm.java.lang.Class.forName(class_name, True, jvm.java.lang.Thread.currentThread().getContextClassLoader()
-                                                   ).newInstance()
-            udf = jvm.org.apache.spark.sql.functions.udf(instance, session.parseDataType(return_type.json()))
-            session.udf().register(name, udf.asNondeterministic())
+        register()
         return True
     except Exception as e:  # noqa: BLE001 - any failure to load means: use the Python implementation
         log.info("%s is not on this Spark session's class path (%s); using the Python implementation. "
                  "Start the session with spark.jars=%s for the faster one.", class_name,
                  str(e).splitlines()[0][:200], JAR)
         _unavailable.add((app, class_name))
-        return False
-
-
-def java_expression(spark: SparkSession, name: str, builder_class: str) -> bool:
-    """Make `builder_class` (a Java `Function1<Seq<Expression>, Expression>`) the SQL function `name` of this
-    session, if not done yet: for Spark expressions of our own, which Spark code-generates inline (a UDF's
-    arguments are converted to Java objects first). False when the session cannot load the class."""
-    if spark.catalog.functionExists(name):
-        return True
-    app = spark.sparkContext.applicationId
-    if (app, builder_class) in _unavailable:
-        return False
-    try:
-        jvm = spark._jvm
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        builder = jvm.java.lang.Class.forName(builder_class, True, loader).newInstance()
-        spark._jsparkSession.sessionState().functionRegistry().createOrReplaceTempFunction(name, builder, "java_udf")
-        return True
-    except Exception as e:  # noqa: BLE001 - any failure to load means: use the Python implementation
-        log.info("%s is not on this Spark session's class path (%s); using the Python implementation.",
-                 builder_class, str(e).splitlines()[0][:200])
-        _unavailable.add((app, builder_class))
         return False
 
 

@@ -48,6 +48,7 @@ public final class JsonRecord extends Expression implements java.io.Serializable
     private static final byte[] FALSE = "false".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] HEX = "0123456789ABCDEF".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] SHORT_ESCAPES = new byte[128];
+    private static final ThreadLocal<Buffer> BUFFERS = ThreadLocal.withInitial(Buffer::new);
 
     static {
         SHORT_ESCAPES['"'] = '"';
@@ -64,10 +65,7 @@ public final class JsonRecord extends Expression implements java.io.Serializable
     private final String prefix;
     private final String suffix;
 
-    private transient Field[] fields;
-    private transient byte[] prefixBytes;
-    private transient byte[] suffixBytes;
-    private static final ThreadLocal<Buffer> BUFFERS = ThreadLocal.withInitial(Buffer::new);
+    private transient volatile Layout layout;  // the parsed spec, made on first use in each JVM
 
     public JsonRecord(Expression child, String spec, String prefix, String suffix) {
         this.child = child;
@@ -104,7 +102,23 @@ public final class JsonRecord extends Expression implements java.io.Serializable
         }
     }
 
-    /** A growable byte buffer, one per expression instance and thread. */
+    private static final class Layout {
+        final Field[] fields;
+        final byte[] prefix;
+        final byte[] suffix;
+
+        Layout(String spec, String prefix, String suffix) {
+            String[] lines = spec.isEmpty() ? new String[0] : spec.split("\n");
+            fields = new Field[lines.length];
+            for (int i = 0; i < lines.length; i++) {
+                fields[i] = new Field(lines[i]);
+            }
+            this.prefix = prefix.getBytes(StandardCharsets.UTF_8);
+            this.suffix = suffix.getBytes(StandardCharsets.UTF_8);
+        }
+    }
+
+    /** A growable byte buffer, one per thread. */
     private static final class Buffer {
         byte[] bytes = new byte[1024];
         int size;
@@ -149,25 +163,16 @@ public final class JsonRecord extends Expression implements java.io.Serializable
         }
     }
 
-    private void init() {
-        if (fields == null) {
-            String[] lines = spec.isEmpty() ? new String[0] : spec.split("\n");
-            Field[] parsed = new Field[lines.length];
-            for (int i = 0; i < lines.length; i++) {
-                parsed[i] = new Field(lines[i]);
-            }
-            prefixBytes = prefix.getBytes(StandardCharsets.UTF_8);
-            suffixBytes = suffix.getBytes(StandardCharsets.UTF_8);
-            fields = parsed;
-        }
-    }
-
     /** The record's bytes, or null when this record needs the general expression. */
     public byte[] encode(InternalRow row) {
-        init();
+        Layout l = layout;
+        if (l == null) {
+            l = layout = new Layout(spec, prefix, suffix);
+        }
+        Field[] fields = l.fields;
         Buffer out = BUFFERS.get();
         out.size = 0;
-        out.put(prefixBytes);
+        out.put(l.prefix);
         out.put((byte) '{');
         for (int i = 0; i < fields.length; i++) {
             Field f = fields[i];
@@ -224,7 +229,7 @@ public final class JsonRecord extends Expression implements java.io.Serializable
             }
         }
         out.put((byte) '}');
-        out.put(suffixBytes);
+        out.put(l.suffix);
         return Arrays.copyOf(out.bytes, out.size);
     }
 
