@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +35,17 @@ def lake(tmp_path) -> Path:
 # settings halve that: C1 only (C2's compiler threads otherwise compete for the two cores with code
 # that runs once), and a class-data archive of Spark's classes (JDK 17's AppCDS), dumped once per
 # virtualenv by the first test that needs it. Without an archive the runs are only slower.
-CLASS_ARCHIVE = Path(sys.prefix) / "lakeconnect-spark-classes.jsa"
-_FAST_START = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1"
+# Named after the Spark and Java versions it was dumped with: an archive that no longer matches is
+# ignored by the JVM, which says so on stderr (JVM log lines otherwise go to stdout, the CLI's output).
+def _java_stamp() -> str:
+    java = shutil.which("java")
+    real = os.path.realpath(java) if java else "none"
+    when = int(os.stat(real).st_mtime) if java else 0
+    return hashlib.sha256(f"{real}:{when}".encode()).hexdigest()[:12]
+
+
+CLASS_ARCHIVE = Path(sys.prefix) / f"lakeconnect-spark-{importlib.metadata.version('pyspark')}-java-{_java_stamp()}.jsa"
+_FAST_START = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -Xlog:disable -Xlog:all=warning:stderr"
 _java_options: str | None = None
 
 

@@ -307,10 +307,9 @@ class _OpenFile:
             self.sink = pa.OSFile(full, "wb")
         else:
             self.sink = fs.open_output_stream(self.path)
-        dictionary = [f.name for f in spec.file_schema if f.name not in spec.opaque] if spec.opaque else True
-        statistics = [f.name for f in spec.file_schema if f.name not in spec.opaque] if spec.opaque else True
+        plain = [f.name for f in spec.file_schema if f.name not in spec.opaque] if spec.opaque else True
         self.writer = pq.ParquetWriter(self.sink, spec.file_schema, compression=spec.compression,
-                                       use_dictionary=dictionary, write_statistics=statistics)
+                                       use_dictionary=plain, write_statistics=plain)
         self.buffer: list[pa.Table] = []
         self.buffered_rows = 0
         self.buffered_bytes = 0
