@@ -19,8 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -438,10 +438,16 @@ class JdbcSourceTask(SourceTask):
         suffix = (self.config[C.QUERY_SUFFIX] or "").strip()
         if suffix:
             sql += " " + suffix
-        df = self._spark_read(_inline(sql, params, self.dialect), info.custom, self._split(info, rng))
+        sql = _inline(sql, params, self.dialect)
+        ranges = self._split(info, rng)
+        df = self._spark_read(sql, info.custom, ranges)
         if self.late_ms:
             df = self._not_emitted(info, rng, df, timestamp_ms, late)
-        return self._records(info, df, timestamp_ms)
+            ranges = None
+        batch = self._records(info, df, timestamp_ms)
+        if ranges is not None and _seq_column(self.mode, info) is not None:  # in key order, each range in turn
+            batch = replace(batch, counts=self._counter(f"({sql}) lc_read", ranges))
+        return batch
 
     # --- the extras -----------------------------------------------------------------------------------
 
@@ -506,10 +512,10 @@ class JdbcSourceTask(SourceTask):
         return schema, F.struct(*[_as_connect(F.col(self.q_spark(f.name)), df.schema[f.name].dataType, f.schema,
                                               self.config[C.DB_TIMEZONE]).alias(f.name) for f in fields])
 
-    def _split(self, info: TableInfo, rng: PlannedRange) -> tuple[str, int, int, int] | None:
-        """(column, lower, upper, parts) to read a batch in parallel ranges of its integer key across
-        Spark's executors, or None to read it in one query. The bounds only spread the ranges: the
-        batch's own WHERE decides which rows it holds."""
+    def _split(self, info: TableInfo, rng: PlannedRange) -> list[str] | None:
+        """WHERE conditions that read a batch in parallel ranges of its integer key across Spark's
+        executors (ascending, together every row), or None to read it in one query. The bounds only
+        spread the ranges: the batch's own WHERE decides which rows it holds."""
         if self.mode in (C.MODE_INCREMENTING, C.MODE_TIMESTAMP_INCREMENTING):
             column = info.incrementing
         elif self.mode == C.MODE_BULK:
@@ -536,7 +542,25 @@ class JdbcSourceTask(SourceTask):
                 upper = min(upper, int(rng.end[INCREMENTING]))
         if upper - lower < MIN_SPLIT_SPAN:
             return None
-        return column, lower, upper + 1, parts
+        q = self.q(column)
+        bounds = [lower + (upper + 1 - lower) * i // parts for i in range(1, parts)]
+        return ([f"{q} < {bounds[0]} OR {q} IS NULL"]
+                + [f"{q} >= {a} AND {q} < {b}" for a, b in zip(bounds, bounds[1:])]
+                + [f"{q} >= {bounds[-1]}"])
+
+    def _counter(self, source: str, ranges: list[str]) -> Callable[[], tuple[int | None, ...]]:
+        """The rows in each of `ranges` of `source` but the last, counted by the database in one query when
+        the topic asks (see `RecordBatch.counts`)."""
+        import sqlalchemy as sa
+
+        def counts() -> tuple[int | None, ...]:
+            cases = ", ".join(f"COUNT(CASE WHEN {r} THEN 1 END)" for r in ranges[:-1])
+            where = " OR ".join(f"({r})" for r in ranges[:-1])
+            with self.engine.connect() as conn:
+                row = conn.execute(sa.text(_escape_colons(f"SELECT {cases} FROM {source} WHERE {where}"))).first()
+            return (*(int(c) for c in row), None)
+
+        return counts
 
     def _upto(self, info: TableInfo, end: Mapping[str, Any]) -> tuple[str, dict]:
         inc = self.q(info.incrementing) if info.incrementing else None
@@ -551,17 +575,13 @@ class JdbcSourceTask(SourceTask):
 
 
     def _spark_read(self, sql: str, custom: tuple[tuple[str, str], ...] = (),
-                    split: tuple[str, int, int, int] | None = None) -> DataFrame:
+                    ranges: list[str] | None = None) -> DataFrame:
+        """`sql` read by Spark: in one query, or one per WHERE condition of `ranges` (a Spark partition each,
+        in their order)."""
         spark = self.context.spark
         user, password = self.url.credentials(self.config[C.CONNECTION_USER], self.config.secret(C.CONNECTION_PASSWORD))
         reader = spark.read.format("jdbc").option("url", self.url.spark_url()).option("driver", self.dialect.spark_driver)
-        if split is None:
-            reader = reader.option("query", sql)
-        else:
-            column, lower, upper, parts = split
-            reader = (reader.option("dbtable", f"({sql}) lc_read").option("partitionColumn", column)
-                      .option("lowerBound", str(lower)).option("upperBound", str(upper))
-                      .option("numPartitions", str(parts)))
+        reader = reader.option("query", sql) if ranges is None else reader.option("dbtable", f"({sql}) lc_read")
         if user:
             reader = reader.option("user", user)
         if password:
@@ -572,6 +592,8 @@ class JdbcSourceTask(SourceTask):
             reader = reader.option("fetchsize", str(FETCH_SIZE))
         if custom:
             reader = reader.option("customSchema", ", ".join(f"{self.q_spark(c)} {t}" for c, t in custom))
+        if ranges is not None:  # the options so far become the connection's properties, as Spark merges them
+            return reader.jdbc(self.url.spark_url(), f"({sql}) lc_read", predicates=ranges)
         return reader.load()
 
     def _records(self, info: TableInfo, df: DataFrame, timestamp_ms: int) -> RecordBatch:
@@ -588,8 +610,8 @@ class JdbcSourceTask(SourceTask):
         # batch and its write see the same partitions.
         order = self._order_columns(info)
         seq = F.monotonically_increasing_id()
-        if self.mode == C.MODE_INCREMENTING or (self.mode == C.MODE_BULK and _single_int_key(info)):
-            key_col = F.col(self.q_spark(info.incrementing or _single_int_key(info)))
+        if _seq_column(self.mode, info) is not None:
+            key_col = F.col(self.q_spark(_seq_column(self.mode, info)))
             ordered = df if self.dialect in (MYSQL, SQLITE) else df.sortWithinPartitions(key_col)
             seq = key_col.cast("long")
         elif order:
@@ -616,6 +638,13 @@ class JdbcSourceTask(SourceTask):
     @staticmethod
     def q_spark(name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
+
+
+def _seq_column(mode: str, info: TableInfo) -> str | None:
+    """The column whose values are the records' seq: the incrementing column, or a bulk table's integer key."""
+    if mode == C.MODE_INCREMENTING:
+        return info.incrementing
+    return _single_int_key(info) if mode == C.MODE_BULK else None
 
 
 def _single_int_key(info: TableInfo) -> str | None:

@@ -16,7 +16,7 @@ Sink-side batches also carry `offset` (long) and `timestamp_type` (string) read 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,12 @@ class RecordBatch:
     value_schema: ConnectSchema | None
     topics: tuple[str, ...] | None = None
     """The topics of the records when the source knows them without a query (None: unknown)."""
+    counts: Callable[[], Sequence[int | None]] | None = None
+    """When the source can count them cheaply (a read in key ranges the database counts): a function giving
+    the records in each Spark partition of `df`, each partition's seqs all below the next one's, the last
+    count possibly None (not counted). Called only by a topic that can use it, which then numbers the
+    records without a pass of its own over them. Anything that may add or drop records (transforms,
+    tolerated failures) clears it; a wrong count is caught before the commit."""
 
     def with_df(self, df: DataFrame) -> RecordBatch:
         return replace(self, df=df)
@@ -117,7 +123,7 @@ class RecordBatch:
         from pyspark.sql import functions as F
 
         gone = self.active() & F.coalesce(condition, F.lit(False))
-        return self.with_df(self.df.filter(~gone))
+        return replace(self, df=self.df.filter(~gone), counts=None)
 
     def fail(self, condition: Column, message: Column | str, *, exception: str = DATA_EXCEPTION,
              stage: str = "TRANSFORMATION", executing_class: str | None = None) -> RecordBatch:

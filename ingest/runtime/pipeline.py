@@ -62,8 +62,8 @@ class Pipeline:
         A record that fails a transform keeps its first failure in the ERROR column; later transforms
         never drop it, and the runtime handles it as `errors.*` say (from ERROR and ORIGIN).
         """
-        if self.transforms:  # a transform may route records anywhere: the topics must be looked up
-            batches = [replace(b, topics=None) for b in batches]
+        if self.transforms:  # a transform may route or drop records anywhere: the topics must be looked up
+            batches = [replace(b, topics=None, counts=None) for b in batches]
             if self.policy.tolerate and self.policy.log_include_messages:
                 # Kafka logs a failed source record as it was polled, before the chain changed it.
                 batches = [b if ORIGIN in b.df.columns else b.with_df(b.df.withColumn(ORIGIN, F.struct(

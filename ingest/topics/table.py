@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 TOPICS_DIR = "topics"
 # What a write numbered in parallel fails with when the batch it recomputes is not the one it counted.
 _MOVED = "lakeconnect: the batch changed between counting and writing its records"
+_LONG_MAX = 2**63 - 1
 _POSITION = "__lc_position"
 META_KEY = "lakeconnect.topic"
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -123,10 +124,27 @@ class _Counted:
 
     FIELDS = ("start", "count", "first", "lo", "hi")
 
-    def __init__(self, n: int, width: int):
+    def __init__(self, n: int, width: int, base: dict[int, int]):
         self.n = n
+        self.base = base
         self.slots: dict[str, list[int | None]] = {k: [None] * (width * n) for k in self.FIELDS}
         self.expected: dict[int, int] = {}
+
+    @classmethod
+    def planned(cls, counts: Sequence[int | None], base: int) -> _Counted:
+        """A one-partition topic's slots from the source's counts (`RecordBatch.counts`): Spark partition
+        i's records come after partition i - 1's; the last one's count may be unknown."""
+        if any(c is None or c < 0 for c in counts[:-1]):
+            raise ValueError(f"only the last Spark partition's count may be unknown: {list(counts)}")
+        counted = cls(1, len(counts), {0: base})
+        first = base
+        for spark_part, count in enumerate(counts):
+            counted.put(spark_part, 0, start=0, count=_LONG_MAX if count is None else count, first=first,
+                        lo=-_LONG_MAX, hi=_LONG_MAX)
+            first += count or 0
+        if counts[-1] is not None:
+            counted.expected[0] = first - base
+        return counted
 
     def put(self, spark_part: int, partition: int, **values: int) -> None:
         for key, value in values.items():
@@ -158,17 +176,32 @@ class _Counted:
         failure = F.when(position < 0, F.lit(_UNSORTED)).otherwise(F.lit(_MOVED))
         offset = F.when(fits, at("first") + position).otherwise(F.raise_error(failure).cast("long"))
         records = staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS)
-        expected = {p: c for p, c in self.expected.items() if c}
+        expected, base = dict(self.expected), self.base
 
         def check(files) -> None:
-            written: dict[int, int] = {}
+            """Each partition's offsets dense from its end offset, and as many as counted (where known)."""
+            written: dict[int, list[int]] = {}
             for f in files:
-                p = int(f.partition_values[PARTITION])
-                written[p] = written.get(p, 0) + f.num_records
-            if written != expected:
-                raise _Moved(f"it wrote {written} records per partition where it counted {expected}")
+                if not f.num_records:
+                    continue
+                p, stats = int(f.partition_values[PARTITION]), f.stats_dict
+                lo, hi = stats["minValues"][OFFSET], stats["maxValues"][OFFSET]
+                w = written.setdefault(p, [0, lo, hi])
+                w[0], w[1], w[2] = w[0] + f.num_records, min(w[1], lo), max(w[2], hi)
+            counts = {p: w[0] for p, w in written.items()}
+            if any(counts.get(p, 0) != c for p, c in expected.items()):
+                raise _Moved(f"it wrote {counts} records per partition where it counted {expected}")
+            for p, (count, lo, hi) in written.items():
+                if lo != base.get(p) or hi - lo + 1 != count:
+                    raise _Moved(f"partition {p} got offsets {lo}..{hi} for {count} records from end offset "
+                                 f"{base.get(p)}")
 
-        return records, check, next(iter(expected)) if len(expected) == 1 else None
+        if self.n == 1:
+            single = 0
+        else:
+            nonempty = [p for p, c in expected.items() if c]
+            single = nonempty[0] if len(nonempty) == 1 else None
+        return records, check, single
 
 
 def validate_topic_name(name: str) -> None:
@@ -396,6 +429,7 @@ class TopicTable:
         partitions: int | None = None,
         auto_create: bool = False,
         configs: Mapping[str, Any] | None = None,
+        counts: Callable[[], Sequence[int | None]] | None = None,
     ) -> AppendResult | None:
         """Append records in ONE commit carrying `(app_id, version)`; None if already committed.
 
@@ -405,7 +439,9 @@ class TopicTable:
         chosen by the topic is murmur2(key) for keyed records, else spread evenly by a hash of
         (seq, version) (deterministic, so a retried batch lands where the first try did).
         `partitions`, when given, must match the topic's; with `auto_create` a missing topic is
-        created with that many (default 1) and `configs`.
+        created with that many (default 1) and `configs`. `counts`, when the source can count them, gives
+        the records of each Spark partition of `df` (see `RecordBatch.counts`): a one-partition topic then
+        numbers them in parallel without counting them first.
         """
         if auto_create:
             self.create(partitions or 1, configs, if_not_exists=True)
@@ -424,17 +460,29 @@ class TopicTable:
             _, base = self._offsets(dt, n)
             ts_type = meta["configs"].get(TIMESTAMP_TYPE_CONFIG, CREATE_TIME)
             staged = self._stage(df, n, version, ts_type)
-            result = self._write_numbered(staged, n, base, app_id=app_id, version=version, pinned=dt.version())
+            result = self._write_numbered(staged, n, base, app_id=app_id, version=version, pinned=dt.version(),
+                                          counts=counts)
         if result is None:
             return None
         return self._result(result, base)
 
     def _write_numbered(self, staged: DataFrame, n: int, base: dict[int, int], *, app_id: str, version: int,
-                        pinned: int):
-        """Number the offsets in parallel when the batch allows it (see `_count`), else in order, one task
-        per topic partition; write and commit."""
+                        pinned: int, counts: Callable[[], Sequence[int | None]] | None = None):
+        """Number the offsets in parallel when the batch allows it (the source's `counts`, or see `_count`),
+        else in order, one task per topic partition; write and commit."""
         try:
-            if _position_function() and _one_spark_partition(staged):  # one task: no count needed
+            planned = counts() if counts is not None and n == 1 and _position_function() else None
+            if planned is not None and len(planned) > 1:
+                for sort in (False, True):
+                    try:
+                        return self._write(*_Counted.planned(planned, base[0]).numbered(staged, sort), app_id,
+                                           version, pinned)
+                    except _Unsorted:
+                        continue
+                    except _Moved as e:
+                        log.info("topic '%s': %s; counting the batch itself", self.name, e)
+                        break
+            elif _position_function() and _one_spark_partition(staged):  # one task: no count needed
                 for sort in (False, True):
                     try:
                         return self._write(*self._number_one_task(staged, n, base, sort), app_id, version, pinned)
@@ -496,7 +544,7 @@ class TopicTable:
         ).collect()
         if not stats or any(r["n"] != r["seqs"] for r in stats):
             return None
-        counted = _Counted(n, max(r["pid"] for r in stats) + 1)
+        counted = _Counted(n, max(r["pid"] for r in stats) + 1, base)
         for spark_part in {r["pid"] for r in stats}:  # sorted within a Spark partition: by (partition, seq)
             at = 0
             for r in sorted((r for r in stats if r["pid"] == spark_part), key=lambda r: r[PARTITION]):

@@ -360,9 +360,60 @@ def test_a_batch_that_changes_between_count_and_write_is_numbered_again_in_order
     assert seen, "the parallel path was not taken"
     assert ordered, "the changed batch was committed from the parallel write"
     assert _numbered_rows(t) == _expected([(f"key-{s % 17}".encode(), s) for s in seqs], 2)
+    assert _files_on_disk(t) == _committed_files(t)  # the abandoned write left nothing
+
+
+def _committed_files(t) -> set[str]:
     import pyarrow as pa
 
-    committed = set(pa.table(DeltaTable(t.uri).get_add_actions(flatten=True)).column("path").to_pylist())
-    on_disk = {os.path.relpath(os.path.join(d, f), t.uri) for d, _, fs in os.walk(t.uri) for f in fs
-               if "_delta_log" not in d and not f.startswith((".", "_"))}
-    assert on_disk == committed  # the abandoned write left nothing
+    return set(pa.table(DeltaTable(t.uri).get_add_actions(flatten=True)).column("path").to_pylist())
+
+
+def _files_on_disk(t) -> set[str]:
+    import os
+
+    return {os.path.relpath(os.path.join(d, f), t.uri) for d, _, fs in os.walk(t.uri) for f in fs
+            if "_delta_log" not in d and not f.startswith((".", "_"))}
+
+
+def _unkeyed(spark, seqs, parts):
+    rows = [(f"value-{s}".encode(), s) for s in seqs]
+    return spark.sparkContext.parallelize(rows, parts).toDF("value binary, seq long")
+
+
+@pytest.mark.parametrize("counts", [(250, 250, 250, None), (250, 250, 250, 250)], ids=["last_unknown", "all_known"])
+def test_a_sources_counts_number_the_batch_without_counting_it(spark, tmp_path, monkeypatch, counts):
+    """A source that knows how many records each Spark partition holds (a read in key ranges the database
+    counted) spares the topic its own pass over the batch; the offsets are those of one ordered pass."""
+    from ingest.topics import table as T
+
+    counted = []
+    real_count = T.TopicTable._count
+    monkeypatch.setattr(T.TopicTable, "_count", lambda self, *a: counted.append(1) or real_count(self, *a))
+    asked = []
+    t = TopicTable(str(tmp_path), "hinted")
+    t.create(1)
+    t.append(_unkeyed(spark, list(range(0, 2000, 2)), 4), app_id="c", version=1,
+             counts=lambda: asked.append(1) or counts)
+    assert asked == [1] and counted == []
+    assert _numbered_rows(t) == {0: list(range(0, 2000, 2))}
+    t.append(_unkeyed(spark, list(range(5000, 5100)), 2), app_id="c", version=2, counts=lambda: (50, None))
+    assert _numbered_rows(t) == {0: list(range(0, 2000, 2)) + list(range(5000, 5100))}
+
+
+@pytest.mark.parametrize("counts", [(249, 250, 250, None), (251, 250, 250, None), (250, 250, 250, 249)],
+                         ids=["one_less", "one_more", "last_wrong"])
+def test_wrong_counts_from_a_source_are_caught_before_the_commit(spark, tmp_path, monkeypatch, counts):
+    """Counts that do not match what the write reads (rows changed between the count and the read) fail
+    that write before anything is committed, and the topic counts the batch itself."""
+    from ingest.topics import table as T
+
+    counted = []
+    real_count = T.TopicTable._count
+    monkeypatch.setattr(T.TopicTable, "_count", lambda self, *a: counted.append(1) or real_count(self, *a))
+    t = TopicTable(str(tmp_path), "hinted")
+    t.create(1)
+    result = t.append(_unkeyed(spark, list(range(1000)), 4), app_id="c", version=1, counts=lambda: counts)
+    assert counted == [1]
+    assert result.count == 1000 and _numbered_rows(t) == {0: list(range(1000))}
+    assert _files_on_disk(t) == _committed_files(t)  # the refused write left nothing
