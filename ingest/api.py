@@ -85,6 +85,10 @@ class Connector(Plugin):
         """Checks beyond single keys (combinations of keys). Messages start with the key they name."""
         return []
 
+    def warnings(self) -> list[str]:
+        """What a valid configuration should know before it runs (e.g. that it is not exactly-once)."""
+        return []
+
 
 @dataclass(frozen=True)
 class PlannedRange:
@@ -162,13 +166,27 @@ class TopicRange:
     partition: int
     start: int
     end: int
+    metadata: JsonMap | None = None
+    """What the sink committed with the start offset (see `OffsetAndMetadata`)."""
 
     def to_json(self) -> JsonMap:
-        return {"topic": self.topic, "partition": self.partition, "start": self.start, "end": self.end}
+        out = {"topic": self.topic, "partition": self.partition, "start": self.start, "end": self.end}
+        if self.metadata:
+            out["metadata"] = self.metadata
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> TopicRange:
-        return cls(d["topic"], int(d["partition"]), int(d["start"]), int(d["end"]))
+        return cls(d["topic"], int(d["partition"]), int(d["start"]), int(d["end"]), d.get("metadata") or None)
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    """A sink's next offset of a topic partition, with small facts of its own kept beside it (Kafka's
+    OffsetAndMetadata), handed back in the next batch's `TopicRange.metadata`."""
+
+    offset: int
+    metadata: JsonMap | None = None
 
 
 class SinkConnector(Connector):
@@ -190,6 +208,12 @@ class SinkTask:
     def put(self, batches: list[RecordBatch], ranges: list[TopicRange], prepared: JsonMap, batch_id: int) -> None:
         """Write the records durably. Called again with the same arguments after a crash: idempotent."""
         raise NotImplementedError
+
+    def pre_commit(self, ranges: list[TopicRange]) -> dict[tuple[str, int], OffsetAndMetadata]:
+        """After `put`: the next offset to consume of each (topic, partition), Kafka's `preCommit`. By
+        default every range's end; a sink that holds records back (not yet in a committed object) returns
+        less, and those records are read again by the next batch."""
+        return {(r.topic, r.partition): OffsetAndMetadata(r.end) for r in ranges}
 
     def close(self) -> None:
         """Release what the task holds."""
@@ -265,14 +289,32 @@ class Predicate(Plugin):
 
 
 class Partitioner(Plugin):
-    """Object-store sinks: the encoded partition (a path segment such as `partition=0`) of each record."""
+    """Object-store sinks: the encoded partition (a path such as `partition=0`) of each record.
+
+    `encode` gives what Spark computes (a string column; None when the partition is all time); a
+    time-based partitioner also gives each record's timestamp (`timestamp`) and how to print the time
+    bucket it falls in (`time_partitioning`), which the executors apply.
+    """
 
     def __init__(self, config: Config):
         self.config = config
 
     def encode(self, batch: RecordBatch) -> Any:
-        """A string column with each record's encoded partition."""
+        """A string column with each record's encoded partition (or its part before the time), or None."""
         raise NotImplementedError
+
+    def errors(self, batch: RecordBatch) -> Any:
+        """Why a record has no partition (a string column, null when it has one), or None."""
+        return None
+
+    def timestamp(self, batch: RecordBatch) -> Any:
+        """Time-based partitioners: each record's timestamp in epoch ms (a long column; None = wall clock)."""
+        return None
+
+    @property
+    def time_partitioning(self) -> Any:
+        """Time-based partitioners: how a timestamp becomes its path (connectors.storage.timebased)."""
+        return None
 
 
 class Format(Plugin):
@@ -283,6 +325,17 @@ class Format(Plugin):
     def __init__(self, config: Config):
         self.config = config
 
-    def write(self, records: Any, out: Any) -> None:
-        """Write an iterable of record rows (Connect form) to the binary stream `out`."""
+    def payload(self, df: Any, column: str, schema: Any, is_key: bool = False) -> Any:
+        """Driver side: `df` with `column` (Connect data of `schema`) replaced by what each record gives its
+        object (bytes, or the record as it is); DataError when the format cannot carry the schema."""
+        raise NotImplementedError
+
+    def view(self, schema: Any, is_key: bool, headers: bool) -> Any:
+        """The schema the executor's writer gets for values (`schema`), keys or headers."""
+        return schema
+
+    def writer(self, out: Any, schema: Any, seed: str) -> Any:
+        """Executor side: a writer of one object to the binary stream `out`, with `write(pyarrow array of
+        payloads)` and `close()` (which finishes the object's bytes but leaves `out` open). `seed` (the
+        object's key) makes anything random in the format reproducible."""
         raise NotImplementedError

@@ -74,6 +74,9 @@ def run() -> None:
     the JVM bridge) can otherwise abort an ordinary interpreter shutdown ("terminate called without an
     active exception"), which would turn a clean exit code into SIGABRT.
     """
+    from ingest.runtime import faults
+
+    faults.mark_driver()
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -99,8 +99,10 @@ def cmd_restart(args) -> int:
 def cmd_validate(args) -> int:
     name, raw = load_connector_file(args.file)
     worker = worker_for(args)
-    worker.validate(raw, source=args.file)
+    setup = worker.validate(raw, source=args.file)
     print(f"{args.file}: configuration of connector '{name}' is valid")
+    for warning in setup.connector().warnings():
+        print(f"{args.file}: warning: {warning}")
     return 0
 
 

@@ -15,7 +15,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark import StorageLevel
@@ -134,12 +134,15 @@ class BatchRunner:
             written = 0
             partitions = self.setup.config[TOPIC_CREATION_PARTITIONS]
             if frames:
-                df = union_all(frames)
+                df = union_all([f for f, _ in frames])
+                # The source's count of the records holds for one frame of one topic, all of it written.
+                counts = frames[0][1] if len(frames) == 1 and len(topics) == 1 and not failed else None
                 for topic in sorted(topics):
                     table = self._topic(topic)
                     table.create(partitions, if_not_exists=True)
                     part = df.filter(F.col(TOPIC) == topic).drop(TOPIC)
-                    result = policy.retrying(lambda t=table, d=part: t.append(d, app_id=app_id, version=batch_id),
+                    result = policy.retrying(lambda t=table, d=part: t.append(d, app_id=app_id, version=batch_id,
+                                                                              counts=counts),
                                              KAFKA_PRODUCE, f"writing topic '{topic}'")
                     if result is not None:
                         written += result.count
@@ -188,7 +191,7 @@ class BatchRunner:
                     persisted.append(df)
                     good, bad = split(df)
                     failed.append(bad)
-                    batch = batch.with_df(good)
+                    batch = replace(batch, df=good, counts=None)
                 else:
                     batch = batch.with_df(strip(guard(batch.df)))
             try:
@@ -200,7 +203,7 @@ class BatchRunner:
                                              executing_class=getattr(e, "executing_class", None)).df)
                 continue
             if frame is not None:
-                frames.append(frame)
+                frames.append((frame, batch.counts))
         return frames, persisted, all_topics, failed
 
     def _serialise_one(self, batch: RecordBatch, registry, persisted, all_topics):
@@ -239,7 +242,7 @@ class BatchRunner:
                 if pattern.fullmatch(t)]
 
     def plan_sink(self, task_id: int, task_count: int, group: str) -> list[TopicRange]:
-        committed = {(e.partition["kafka_topic"], e.partition["kafka_partition"]): e.offset["kafka_offset"]
+        committed = {(e.partition["kafka_topic"], e.partition["kafka_partition"]): e.offset
                      for e in self.stores.offsets.committed(group).values()}
         assigned: list[tuple[str, int, int, int]] = []
         for topic in self._sink_topics():
@@ -253,12 +256,13 @@ class BatchRunner:
         mine = [a for i, a in enumerate(sorted(assigned)) if i % task_count == task_id]
         ranges = []
         for topic, p, start_offset, end in mine:
-            start = committed.get((topic, p), start_offset)
+            entry = committed.get((topic, p)) or {}
+            start = entry.get("kafka_offset", start_offset)
             if start < start_offset:
                 raise StateError(f"{group} is at offset {start} of {topic}-{p}, before the log start {start_offset}; "
                                  f"reset the connector's offsets (`lakeconnect offsets reset {self.name}`)")
             if end > start:
-                ranges.append(TopicRange(topic, p, start, end))
+                ranges.append(TopicRange(topic, p, start, end, entry.get("metadata")))
         return ranges
 
     def run_sink(self, task: SinkTask, task_id: int, task_count: int) -> BatchReport:
@@ -322,8 +326,14 @@ class BatchRunner:
             p.unpersist()
         steps.done("write")
 
-        ends = {canonical_json({"kafka_partition": r.partition, "kafka_topic": r.topic}): {"kafka_offset": r.end}
-                for r in ranges}
+        planned = {(r.topic, r.partition): r for r in ranges}
+        ends = {}
+        for (t, p), done in task.pre_commit(ranges).items():
+            r = planned.get((t, p))
+            if r is not None and done.offset == r.start and (done.metadata or None) == r.metadata:
+                continue  # nothing moved
+            ends[canonical_json({"kafka_partition": p, "kafka_topic": t})] = {
+                "kafka_offset": done.offset, **({"metadata": done.metadata} if done.metadata else {})}
         self.stores.offsets.commit(group, ends, task=task_id, batch_id=batch_id, app_id=app_id)
         steps.done("commit")
         records = sum(r.end - r.start for r in ranges)
