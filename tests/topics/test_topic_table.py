@@ -327,8 +327,6 @@ def test_a_batch_that_changes_between_count_and_write_is_numbered_again_in_order
     (here: counts that no longer match, as after rows were inserted or deleted in between) fails that
     write before its commit (a record more: in the task; a record less: in the check of the written
     files), leaves no file behind, and the batch is numbered again in one ordered pass."""
-    import os
-
     from ingest.topics import table as T
 
     real_count = T.TopicTable._count

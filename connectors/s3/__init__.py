@@ -1,0 +1,1 @@
+"""Confluent's S3 sink connector (kafka-connect-s3 10.5) as a batch job."""

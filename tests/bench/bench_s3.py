@@ -1,0 +1,163 @@
+"""Benchmark of the S3 sink connector (not a test): a topic of --records records (~200 bytes of JSON
+each) written to the S3 server as JSON objects and as Parquet objects, against a plain boto3 upload of
+the same bytes in the same number of objects.
+
+    .venv/bin/python tests/bench/bench_s3.py [--records 1000000] [--partitions 2] [--flush-size 100000]
+
+It uses the S3 server named by --endpoint, or else by .services/services.env (`make services-up`),
+with a bucket of its own, and a lake in a temporary directory. In one Spark process it prints:
+
+- the topic: --records records in --partitions partitions, values JsonConverter with schemas (a struct
+  of 6 fields), written straight into the topic table;
+- JSON: a sink batch with JsonFormat (DefaultPartitioner, flush.size --flush-size), records/s and MB/s;
+- Parquet: the same with ParquetFormat;
+- baseline: the JSON objects' bytes uploaded again with boto3 `put_object`, as many objects, by as many
+  threads as Spark has cores (the sink's parallelism), MB/s; the ratio sink / baseline (goal >= 0.8);
+- memory: the driver's RSS and the JVM heap (peak during the batch) after each batch; the executors'
+  Python workers hold at most one part (`s3.part.size`) per open object.
+
+Both sinks run once untimed first (code generation, first connections); the figures are the best of --reps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from tests.bench.bench_jdbc import jvm_heap_mib, read_env, rss_mib
+
+SERVICES_ENV = Path(__file__).resolve().parents[2] / ".services" / "services.env"
+SCHEMA = ('{"type":"struct","name":"purchase","fields":[{"type":"int64","field":"id"},'
+          '{"type":"string","field":"customer"},{"type":"string","field":"email"},'
+          '{"type":"int32","field":"quantity"},{"type":"double","field":"amount"},'
+          '{"type":"string","field":"note"}]}')
+
+
+def seed_topic(spark, lake: str, records: int, partitions: int) -> None:
+    """The topic `purchases`, written as a source would (JsonConverter bytes with the schema envelope)."""
+    from pyspark.sql import functions as F
+
+    from ingest.topics import TopicTable
+
+    table = TopicTable(lake, "purchases")
+    table.create(partitions, if_not_exists=True)
+    df = spark.range(records).select(
+        F.col("id").alias("seq"),
+        F.lit(None).cast("binary").alias("key"),
+        F.col("id").cast("int").__mod__(partitions).alias("partition"),
+        F.concat(F.lit('{"schema":' + SCHEMA + ',"payload":{"id":'), F.col("id").cast("string"),
+                 F.lit(',"customer":"customer '), F.col("id").cast("string"),
+                 F.lit('","email":"customer'), F.col("id").cast("string"),
+                 F.lit('@example.com","quantity":'), (F.col("id") % 1000).cast("string"),
+                 F.lit(',"amount":'), ((F.col("id") % 100000) / 100).cast("string"),
+                 F.lit(',"note":"'), F.lit("a note of some length, to make the record about two hundred bytes"),
+                 F.lit('"}}')).cast("binary").alias("value"))
+    table.append(df, app_id="bench-seed", version=1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--flush-size", type=int, default=100_000)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--endpoint", help="S3 endpoint URL (default: .services/services.env)")
+    args = ap.parse_args()
+
+    import boto3
+
+    from ingest.config.worker import load_worker
+    from ingest.runtime.worker import Worker
+
+    endpoint = args.endpoint or read_env(SERVICES_ENV).get("LAKECONNECT_TEST_S3_ENDPOINT")
+    if not endpoint:
+        raise SystemExit(f"no S3 server: pass --endpoint, or start the services ({SERVICES_ENV})")
+    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                       ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(key, value)
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    tmp = Path(tempfile.mkdtemp(prefix="lakeconnect-bench-s3-"))
+    figures: dict[str, str] = {}
+    try:
+        worker = Worker(load_worker(None, {"lake.root": str(tmp / "lake"), "spark.master": "local[*]",
+                                           "spark.driver.memory": "2g"}))
+        spark = worker.spark()
+        cores = spark.sparkContext.defaultParallelism
+        t = time.perf_counter()
+        seed_topic(spark, worker.lake_root, args.records, args.partitions)
+        print(f"topic: {args.records:,} records in {args.partitions} partitions, written in "
+              f"{time.perf_counter() - t:.1f} s")
+        runs = iter(range(1, 1000))
+
+        def sink(fmt: str) -> tuple[float, str, int, int]:
+            """A fresh connector and bucket; (seconds, bucket, objects, bytes)."""
+            bucket = f"lc-bench-{uuid.uuid4().hex[:10]}"
+            client.create_bucket(Bucket=bucket)
+            name = f"bench-{fmt.lower()}-{next(runs)}"
+            worker.create(name, {
+                "name": name, "connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "purchases",
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "s3.bucket.name": bucket, "store.url": endpoint, "format.class": fmt,
+                "flush.size": str(args.flush_size), "tasks.max": "1"})
+            jvm_heap_mib(spark)
+            t = time.perf_counter()
+            reports = worker.run(name)
+            took = time.perf_counter() - t
+            assert reports and reports[0].outcome == "COMMITTED", reports
+            listed = [o for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+                      for o in page.get("Contents", [])]
+            return took, bucket, len(listed), sum(o["Size"] for o in listed)
+
+        def baseline(bucket: str) -> float:
+            """The sink's JSON objects uploaded again with plain boto3, as many objects, `cores` at a time."""
+            keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+                    for o in page.get("Contents", [])]
+            bodies = {k: client.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
+            target = f"lc-bench-base-{uuid.uuid4().hex[:10]}"
+            client.create_bucket(Bucket=target)
+            t = time.perf_counter()
+            with concurrent.futures.ThreadPoolExecutor(cores) as pool:
+                list(pool.map(lambda k: client.put_object(Bucket=target, Key=k, Body=bodies[k]), keys))
+            return time.perf_counter() - t
+
+        for fmt in ("JsonFormat", "ParquetFormat"):
+            sink(fmt)  # untimed: first connections, code generation
+        results: dict[str, list] = {"JsonFormat": [], "ParquetFormat": []}
+        base_times = []
+        for _ in range(args.reps):
+            for fmt in results:
+                results[fmt].append(sink(fmt))
+                heap, peak = jvm_heap_mib(spark)
+                print(f"  {fmt}: {results[fmt][-1][0]:.2f} s, {results[fmt][-1][2]} objects, "
+                      f"{results[fmt][-1][3] / 2**20:.0f} MiB; RSS {rss_mib():.0f} MiB, heap peak {peak:.0f} MiB")
+            base_times.append(baseline(results["JsonFormat"][-1][1]))
+            print(f"  baseline boto3 upload: {base_times[-1]:.2f} s")
+        json_best = min(results["JsonFormat"])
+        parquet_best = min(results["ParquetFormat"])
+        base_best = min(base_times)
+        mib = json_best[3] / 2**20
+        figures["JSON sink"] = (f"{json_best[0]:.2f} s = {args.records / json_best[0]:,.0f} records/s, "
+                                f"{mib / json_best[0]:.1f} MiB/s ({json_best[2]} objects, {mib:.0f} MiB)")
+        figures["Parquet sink"] = (f"{parquet_best[0]:.2f} s = {args.records / parquet_best[0]:,.0f} records/s, "
+                                   f"{parquet_best[3] / 2**20 / parquet_best[0]:.1f} MiB/s ({parquet_best[2]} objects, "
+                                   f"{parquet_best[3] / 2**20:.0f} MiB)")
+        figures["baseline (boto3 put_object of the JSON objects)"] = f"{base_best:.2f} s = {mib / base_best:.1f} MiB/s"
+        figures["ratio JSON sink / baseline"] = f"{base_best / json_best[0]:.2f} (goal >= 0.8)"
+        figures["ratio Parquet sink / baseline"] = f"{base_best / parquet_best[0]:.2f}"
+        figures["memory"] = f"driver RSS {rss_mib():.0f} MiB"
+        print()
+        print(f"summary (records: {args.records:,}, partitions: {args.partitions}, cores: {cores})")
+        for key, value in figures.items():
+            print(f"  {key}: {value}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Kill the S3 sink at every step of a batch, and inside its Spark tasks after an object is committed
+or half-uploaded; run again; the objects and offsets must be those of a run that never crashed.
+
+The kill is real: the process ends with os._exit (a task's Python worker kills the job's driver first),
+as `kill -9` would. Uploads left unfinished must be aborted, never completed into partial objects.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import boto3
+import pytest
+
+from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS
+from tests.conftest import cli
+from tests.s3._book import ORDER_SCHEMA, create, orders_lake
+from tests.s3.test_book import aws_env, local_objects, offsets, s3_objects
+
+RECORDS = [f'{i % 7}\t{{"schema": {ORDER_SCHEMA}, "payload": {{"id": {i % 7}, "title": "book {i % 7} '
+           f'{"x" * (i % 13)}", "quantity": {i}}}}}' for i in range(240)]
+CRASHES = [*SINK_STEPS, "upload:1", "upload:3", "object-write:1", "object-write:5"]
+
+
+def sink_config(**extra) -> dict:
+    return {"name": "s3sink", "connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "orders",
+            "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "s3.bucket.name": "exports", "partitioner.class": "FieldPartitioner", "partition.field.name": "id",
+            "format.class": "JsonFormat", "flush.size": "9", "store.kafka.keys": "true",
+            "keys.format.class": "ByteArrayFormat", **extra}
+
+
+def _local_run(root, crash: str | None):
+    lake, worker = orders_lake(root, RECORDS)
+    store = root / "objects"
+    (store / "exports").mkdir(parents=True)
+    create(worker, root, sink_config(**{"store.url": store.as_uri()}))
+    if crash:
+        r = cli("run", "s3sink", worker=worker, env={"LAKECONNECT_CRASH_AT": crash})
+        assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
+    r = cli("run", "s3sink", worker=worker)
+    assert r.returncode == 0, r.stderr
+    objects = local_objects(store / "exports")
+    assert not [k for k in objects if "/." in k or k.startswith(".")], "a temporary upload was left behind"
+    return objects, offsets(worker, "s3sink")
+
+
+@pytest.fixture(scope="module")
+def local_baseline(tmp_path_factory):
+    objects, committed = _local_run(tmp_path_factory.mktemp("s3clean"), None)
+    # 240 records over 5 partitions, 9 a commit: some held back in every partition that has records
+    assert objects and sum(len(v.splitlines()) for k, v in objects.items() if k.endswith(".json")) < 240
+    return objects, committed
+
+
+@pytest.mark.parametrize("crash", CRASHES)
+def test_local_store_crash_at_each_step(tmp_path, local_baseline, crash):
+    assert _local_run(tmp_path, crash) == local_baseline
+
+
+@pytest.fixture(scope="module")
+def s3_baseline(tmp_path_factory, s3_endpoint):
+    return _s3_run(tmp_path_factory.mktemp("s3clean"), s3_endpoint, None)
+
+
+def _s3_run(root, endpoint, crash: str | None):
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    bucket = f"lc-eo-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    lake, worker = orders_lake(root, RECORDS)
+    # A part size below the objects' size would need 5 MiB objects; the keys' objects are single puts
+    # and the values' too: the multipart path is covered by tests/storage.
+    create(worker, root, sink_config(**{"s3.bucket.name": bucket, "store.url": endpoint}))
+    if crash:
+        r = cli("run", "s3sink", worker=worker, env={**aws_env(endpoint), "LAKECONNECT_CRASH_AT": crash})
+        assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
+    r = cli("run", "s3sink", worker=worker, env=aws_env(endpoint))
+    assert r.returncode == 0, r.stderr
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    return s3_objects(client, bucket), offsets(worker, "s3sink")
+
+
+@pytest.mark.parametrize("crash", ["put", "upload:2", "object-write:3"])
+def test_s3_crash_inside_the_upload(tmp_path, s3_endpoint, s3_baseline, crash):
+    assert _s3_run(tmp_path, s3_endpoint, crash) == s3_baseline
+
+
+def test_offsets_follow_committed_objects_only(local_baseline):
+    objects, committed = local_baseline
+    in_objects: dict[int, int] = {}
+    for key, body in objects.items():
+        if key.endswith(".json"):
+            partition = int(key.rsplit("/", 1)[1].split("+")[1])
+            in_objects[partition] = in_objects.get(partition, 0) + len(body.splitlines())
+    # flush.size=9 commits every open object of a partition together, so the committed offset of a
+    # partition is the number of records in its objects (offsets start at 0 in every partition)
+    assert committed == in_objects
+    assert all(n % 9 == 0 for n in committed.values())
+    assert json.dumps(committed)  # JSON-able, as the REST API shows it
