@@ -1,39 +1,67 @@
-"""`lakeconnect demo`: the main example job on the embedded default (local Spark, lake under ./lake).
+"""`lakeconnect demo`: the main job on the embedded default (local Spark, lake under ./lake, SQLite, the
+local object store).
 
-A file becomes a topic and the topic becomes a file again, exactly once, with the offsets visible —
-the FileStream pair the book starts with (ch. 3). Each run appends a few lines and moves them along.
+The pipeline the book builds in chapter 5, without a Kafka or a Connect cluster: the JDBC source copies
+new rows of a SQLite table into a topic, and the S3 sink writes the topic to objects in a local bucket,
+each exactly once, with the offsets visible. Each run adds three rows to the table and moves them along.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 from pathlib import Path
 
-from ingest.config.worker import FILE_CONNECTORS_ENABLE, LAKE_ROOT, load_worker
+from ingest.config.worker import LAKE_ROOT, load_worker
 from ingest.errors import StateError
+
+TABLE = """CREATE TABLE IF NOT EXISTS kafka_books (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    title VARCHAR(150) NOT NULL,
+    subtitle VARCHAR(150) NOT NULL,
+    published DATE NOT NULL,
+    timestamp DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+)"""
+BOOKS = [("Kafka Connect", "Build and Run Data Pipelines", "2023-10-01"),
+         ("Kafka The Definitive Guide", "Real-time Data and Stream Processing at Scale", "2017-07-07"),
+         ("Mastering Kafka Streams and ksqlDB", "Building Real-Time Data Systems by Example", "2021-02-16")]
+BUCKET = "demo-bucket"
 
 
 def run_demo(args) -> int:
     from ingest.runtime.worker import Worker
 
-    overrides = {FILE_CONNECTORS_ENABLE: "true"}
-    if args.lake:
-        overrides[LAKE_ROOT] = args.lake
+    overrides = {LAKE_ROOT: args.lake} if args.lake else {}
     worker = Worker(load_worker(args.worker, overrides))
     base = Path(worker.lake_root) / "demo"
-    base.mkdir(parents=True, exist_ok=True)
-    source_file, sink_file = base / "input.txt", base / "output.txt"
-    stamp = dt.datetime.now().isoformat(timespec="seconds")
-    with open(source_file, "a", encoding="utf-8") as f:
-        for i in range(1, 4):
-            f.write(f"line {i} written at {stamp}\n")
+    objects = base / "objects"
+    (objects / BUCKET).mkdir(parents=True, exist_ok=True)
+    database = base / "inventory.db"
+    con = sqlite3.connect(database)
+    try:
+        con.execute(TABLE)
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        con.executemany("INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES (?, ?, ?, ?)",
+                        [(*book, stamp) for book in BOOKS])
+        con.commit()
+    finally:
+        con.close()
 
     configs = {
-        "demo-file-source": {"connector.class": "FileStreamSource", "tasks.max": "1", "file": str(source_file),
-                             "topic": "demo-lines"},
-        "demo-file-sink": {"connector.class": "FileStreamSink", "tasks.max": "1", "topics": "demo-lines",
-                           "file": str(sink_file)},
+        "demo-jdbc-source": {
+            "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "tasks.max": "1",
+            "connection.url": f"jdbc:sqlite:{database}", "mode": "timestamp+incrementing",
+            "incrementing.column.name": "id", "timestamp.column.name": "timestamp",
+            "table.whitelist": "kafka_books", "topic.prefix": "demo-",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "true"},
+        "demo-s3-sink": {
+            "connector.class": "io.confluent.connect.s3.S3SinkConnector", "tasks.max": "1",
+            "topics": "demo-kafka_books", "store.url": objects.resolve().as_uri(), "s3.bucket.name": BUCKET,
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "true",
+            "format.class": "io.confluent.connect.s3.format.json.JsonFormat", "flush.size": "3"},
     }
     for name, config in configs.items():
         config = {"name": name, **config}
@@ -43,15 +71,16 @@ def run_demo(args) -> int:
         except StateError:
             worker.create(name, config)
     print(f"lake: {worker.lake_root}")
+    print(f"table: {database} (3 rows added: {len(BOOKS)} books at {stamp})")
     for name in configs:
         for report in worker.run(name, until_caught_up=True):
             print(f"{name} {report.summary()}")
-    print("\nsource offsets (lakeconnect offsets list demo-file-source):")
-    print(json.dumps({"offsets": worker.offsets("demo-file-source")}, indent=2))
-    print("sink offsets (lakeconnect offsets list demo-file-sink):")
-    print(json.dumps({"offsets": worker.offsets("demo-file-sink")}, indent=2))
-    lines = sink_file.read_text(encoding="utf-8").splitlines()
-    print(f"\n{sink_file} now has {len(lines)} lines; the last ones:")
-    for line in lines[-3:]:
-        print(f"  {line}")
+    for name in configs:
+        print(f"\n{name} offsets (lakeconnect offsets list {name}):")
+        print(json.dumps({"offsets": worker.offsets(name)}, indent=2))
+    keys = sorted(p.relative_to(objects / BUCKET).as_posix() for p in (objects / BUCKET).rglob("*.json"))
+    print(f"\nobjects in the local bucket {objects / BUCKET} ({len(keys)}); the last ones:")
+    for key in keys[-3:]:
+        first = (objects / BUCKET / key).read_text(encoding="utf-8").splitlines()[0]
+        print(f"  {key}\n    {first[:100]}")
     return 0

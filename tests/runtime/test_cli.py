@@ -56,14 +56,19 @@ def test_unexpected_errors_are_one_line_without_debug(tmp_path, worker_file):
     assert r.returncode == 2 and "file not found" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_demo_moves_new_lines_once(tmp_path):
+def test_demo_moves_new_rows_once(tmp_path):
+    """The main job: new SQLite rows -> topic (JDBC source) -> objects in the local bucket (S3 sink)."""
     lake = tmp_path / "lake"
     first = cli("demo", "--lake", str(lake), worker=None)
     assert first.returncode == 0, first.stderr
-    assert "demo-file-source task 0: batch 1 committed 3 records" in first.stdout
+    assert "demo-jdbc-source task 0: batch 1 committed 3 records" in first.stdout
+    assert "demo-s3-sink task 0: batch 1 committed 3 records" in first.stdout
     second = cli("demo", "--lake", str(lake))
     assert second.returncode == 0, second.stderr
-    assert "demo-file-sink task 0: batch 2 committed 3 records" in second.stdout
-    out = (lake / "demo" / "output.txt").read_text().splitlines()
-    assert out == (lake / "demo" / "input.txt").read_text().splitlines() and len(out) == 6
-    assert '"position": ' in second.stdout and '"kafka_offset": 6' in second.stdout
+    assert "demo-s3-sink task 0: batch 2 committed 3 records" in second.stdout
+    bucket = lake / "demo" / "objects" / "demo-bucket" / "topics" / "demo-kafka_books" / "partition=0"
+    objects = sorted(p.name for p in bucket.iterdir())
+    assert objects == ["demo-kafka_books+0+0000000000.json", "demo-kafka_books+0+0000000003.json"]
+    lines = [json.loads(line) for name in objects for line in (bucket / name).read_text().splitlines()]
+    assert [r["id"] for r in lines] == [1, 2, 3, 4, 5, 6] and lines[0]["title"] == "Kafka Connect"
+    assert '"kafka_offset": 6' in second.stdout and '"incrementing": 6' in second.stdout
