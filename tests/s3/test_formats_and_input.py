@@ -1,0 +1,185 @@
+"""The S3 sink's formats, partitioners and bad input, run in-process through the Worker on a local bucket
+(the same code as the CLI; the CLI and the S3 server are covered by test_book and test_exactly_once)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from fastavro import reader
+
+from ingest.config.worker import load_worker
+from ingest.errors import ConfigError, DataError, LakeConnectError
+from ingest.topics import TopicTable
+
+SCHEMA = {"type": "struct", "name": "order", "fields": [
+    {"type": "int64", "field": "id"}, {"type": "string", "field": "title"},
+    {"type": "int64", "field": "ts", "optional": True}, {"type": "boolean", "field": "gift", "optional": True}]}
+HOUR = 3_600_000
+
+
+def value(i: int, ts: int | None = None, gift: bool | None = None) -> bytes:
+    return json.dumps({"schema": SCHEMA, "payload": {"id": i % 3, "title": f"book {i}", "ts": ts, "gift": gift}}).encode()
+
+
+@pytest.fixture
+def world(tmp_path, spark):
+    """A worker on a fresh lake, a local bucket, and a function that fills the topic `orders` (2 partitions)."""
+    from ingest.runtime.worker import Worker
+
+    worker = Worker(load_worker(None, {"lake.root": str(tmp_path / "lake")}))
+    (tmp_path / "objects" / "b").mkdir(parents=True)
+    topic = TopicTable(worker.lake_root, "orders")
+    topic.create(2)
+    versions = iter(range(1, 100))
+
+    def produce(values: list[bytes | None], keys: list[bytes] | None = None, headers=None, partition: int = 0):
+        rows = [(keys[i] if keys else f"k{i}".encode(), v, i, partition, headers) for i, v in enumerate(values)]
+        df = spark.createDataFrame(rows, "key binary, value binary, seq long, partition int, "
+                                         "headers array<struct<key:string,value:binary>>")
+        topic.append(df, app_id="test", version=next(versions))
+
+    return worker, tmp_path / "objects", produce
+
+
+def sink(worker, objects, **config) -> str:
+    name = f"s3-{len(worker.list())}"
+    worker.create(name, {"name": name, "connector.class": "S3Sink", "topics": "orders", "s3.bucket.name": "b",
+                         "store.url": objects.as_uri(), "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                         "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+                         "format.class": "JsonFormat", "flush.size": "2", **config})
+    return name
+
+
+def files(objects) -> dict[str, bytes]:
+    root = objects / "b"
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_default_partitioner_json_with_keys_and_headers_and_gzip(world):
+    worker, objects, produce = world
+    produce([value(i) for i in range(3)], headers=[{"key": "h", "value": b"1"}])
+    name = sink(worker, objects, **{"store.kafka.keys": "true", "keys.format.class": "ByteArrayFormat",
+                                    "store.kafka.headers": "true", "headers.format.class": "JsonFormat",
+                                    "s3.compression.type": "gzip", "topics.dir": "exports", "file.delim": "-",
+                                    "filename.offset.zero.pad.width": "4"})
+    worker.run(name)
+    got = files(objects)
+    assert set(got) == {"exports/orders/partition=0/orders-0-0000.json.gz",
+                        "exports/orders/partition=0/orders-0-0000.keys.bin.gz",
+                        "exports/orders/partition=0/orders-0-0000.headers.json.gz"}
+    assert gzip.decompress(got["exports/orders/partition=0/orders-0-0000.json.gz"]).decode().splitlines() == [
+        '{"id":0,"title":"book 0","ts":null,"gift":null}', '{"id":1,"title":"book 1","ts":null,"gift":null}']
+    assert gzip.decompress(got["exports/orders/partition=0/orders-0-0000.keys.bin.gz"]) == b"k0\nk1\n"
+    headers = gzip.decompress(got["exports/orders/partition=0/orders-0-0000.headers.json.gz"]).decode().splitlines()
+    assert len(headers) == 2 and all('"h"' in h and '"1"' in h for h in headers)
+
+
+def test_field_partitioner_on_two_fields_and_avro_with_keys(world):
+    worker, objects, produce = world
+    produce([value(i, gift=i % 2 == 0) for i in range(4)])
+    name = sink(worker, objects, **{"partitioner.class": "FieldPartitioner", "partition.field.name": "id,gift",
+                                    "format.class": "AvroFormat", "avro.codec": "deflate", "flush.size": "4",
+                                    "store.kafka.keys": "true", "keys.format.class": "AvroFormat"})
+    worker.run(name)
+    got = files(objects)
+    assert set(got) == {f"topics/orders/{d}/orders+0+{o:010d}.{x}" for d, o in
+                        (("id=0/gift=true", 0), ("id=1/gift=false", 1), ("id=2/gift=true", 2), ("id=0/gift=false", 3))
+                        for x in ("avro", "keys.avro")}
+    records = [r for k, v in sorted(got.items()) if k.endswith("+0000000001.avro") for r in reader(io.BytesIO(v))]
+    assert records == [{"id": 1, "title": "book 1", "ts": None, "gift": False}]
+    keys = [r for k, v in got.items() if k.endswith("0000000003.keys.avro") for r in reader(io.BytesIO(v))]
+    assert keys == [b"k3"]
+    assert reader(io.BytesIO(got["topics/orders/id=1/gift=false/orders+0+0000000001.avro"])).metadata[
+        "avro.codec"] == "deflate"
+
+
+def test_time_based_record_field_partitions_and_parquet(world):
+    worker, objects, produce = world
+    produce([value(i, ts=i * HOUR // 2) for i in range(4)])  # hours 0, 0, 1, 1 of 1970-01-01
+    name = sink(worker, objects, **{"partitioner.class": "HourlyPartitioner", "timestamp.extractor": "RecordField",
+                                    "timestamp.field": "ts", "locale": "en", "timezone": "UTC",
+                                    "format.class": "ParquetFormat", "flush.size": "4",
+                                    "rotate.interval.ms": str(HOUR)})
+    worker.run(name)
+    got = files(objects)
+    # rotate.interval.ms: the record of another hour commits the open object; the last hour stays open
+    assert set(got) == {"topics/orders/year=1970/month=01/day=01/hour=00/orders+0+0000000000.snappy.parquet"}
+    table = pq.read_table(io.BytesIO(next(iter(got.values()))))
+    assert table.column_names == ["id", "title", "ts", "gift"] and table.column("title").to_pylist() == ["book 0", "book 1"]
+    assert worker.offsets(name) == [{"partition": {"kafka_partition": 0, "kafka_topic": "orders"},
+                                     "offset": {"kafka_offset": 2}}]
+
+
+def test_field_and_time_partitioner(world):
+    worker, objects, produce = world
+    produce([value(i, ts=HOUR * 24 + i) for i in range(2)])
+    name = sink(worker, objects, **{"partitioner.class": "FieldAndTimeBasedPartitioner", "partition.field.name": "id",
+                                    "partition.duration.ms": str(HOUR * 24), "path.format": "'day'=dd",
+                                    "locale": "en", "timezone": "UTC", "timestamp.extractor": "RecordField",
+                                    "timestamp.field": "ts"})
+    worker.run(name)
+    assert set(files(objects)) == {"topics/orders/id=0/day=02/orders+0+0000000000.json",
+                                   "topics/orders/id=1/day=02/orders+0+0000000001.json"}
+
+
+def test_tombstones_fail_by_default_naming_the_record_and_are_skipped_with_ignore(world):
+    worker, objects, produce = world
+    produce([value(0), None, value(2)])
+    name = sink(worker, objects)
+    with pytest.raises(DataError, match=r"orders-0@1: Null valued records are not writeable.*behavior.on.null.values"):
+        worker.run(name)
+    assert files(objects) == {} and worker.offsets(name) == []  # nothing half-written, offsets untouched
+    name = sink(worker, objects, **{"behavior.on.null.values": "ignore"})
+    worker.run(name)
+    assert files(objects)["topics/orders/partition=0/orders+0+0000000000.json"].decode().count("\n") == 2
+
+
+def test_a_record_without_the_partition_field_names_the_field(world):
+    worker, objects, produce = world
+    produce([value(0)])
+    name = sink(worker, objects, **{"partitioner.class": "FieldPartitioner", "partition.field.name": "isbn"})
+    with pytest.raises(DataError, match=r"no field 'isbn'.*its fields are id, title, ts, gift"):
+        worker.run(name)
+    assert files(objects) == {} and worker.offsets(name) == []
+
+
+def test_schemaless_values_under_field_partitioner_and_avro_are_refused(world):
+    worker, objects, produce = world
+    produce([b'{"id": 1}'])
+    base = {"value.converter.schemas.enable": "false"}
+    for extra, pattern in (({"partitioner.class": "FieldPartitioner", "partition.field.name": "id"},
+                            "FieldPartitioner needs struct values with a schema"),
+                           ({"format.class": "AvroFormat"}, "AvroFormat needs records with a schema")):
+        name = sink(worker, objects, **base, **extra)
+        with pytest.raises(DataError, match=pattern):
+            worker.run(name)
+    assert files(objects) == {}
+
+
+@pytest.mark.parametrize("config, key", [
+    ({"path.format": "'year'=YYYY/'q'=Q", "partitioner.class": "TimeBasedPartitioner", "partition.duration.ms": "1000",
+      "locale": "en", "timezone": "UTC"}, "path.format"),
+    ({"timezone": "Mars/Olympus", "partitioner.class": "HourlyPartitioner", "locale": "en"}, "timezone"),
+    ({"partitioner.class": "DailyPartitioner", "timezone": "UTC"}, "locale"),
+    ({"format.class": "ParquetFormat", "parquet.codec": "lzo"}, "parquet.codec"),
+    ({"partitioner.class": "FieldPartitioner"}, "partition.field.name"),
+    ({"s3.bucket.name": ""}, "s3.bucket.name"),
+])
+def test_bad_settings_are_refused_naming_the_key(world, config, key):
+    worker, objects, _ = world
+    with pytest.raises(ConfigError) as e:
+        sink(worker, objects, **config)
+    assert any(p.key == key for p in e.value.problems), e.value
+
+
+def test_a_missing_bucket_names_the_key_and_leaves_offsets_alone(world):
+    worker, objects, produce = world
+    produce([value(0), value(1)])
+    name = sink(worker, objects, **{"s3.bucket.name": "nope"})
+    with pytest.raises(LakeConnectError, match="s3.bucket.name"):
+        worker.run(name)
+    assert worker.offsets(name) == []
