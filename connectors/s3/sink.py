@@ -95,6 +95,13 @@ class S3SinkConnector(SinkConnector):
         # Topic partitions are dealt to the tasks by the runtime; every task has the same config.
         return [{} for _ in range(max(1, max_tasks))]
 
+    @staticmethod
+    def compact(worker, name: str, **options) -> dict[str, Any]:
+        """Merge the small objects of closed partitions (connectors/s3/compaction.py)."""
+        from connectors.s3.compaction import compact
+
+        return compact(worker, name, **options)
+
 
 def _store(config):
     from connectors.storage.store import ObjectStore

@@ -252,7 +252,7 @@ def _nested(arr: pa.Array, s: ConnectSchema, target: pa.DataType) -> pa.Array:
 # --- the writer ------------------------------------------------------------------------------------------
 
 
-class _Position:
+class PositionSink:
     """`out` as pyarrow wants a sink: it asks where it is; `out` need only take writes. Never closes `out`."""
 
     closed = False
@@ -308,7 +308,7 @@ class ParquetObjectWriter:
         self._pending_rows = self._pending_bytes = 0
         self._records = 0
         self._writer = pq.ParquetWriter(
-            _Position(out), self._arrow, compression=_PYARROW_CODECS[self._codec],
+            PositionSink(out), self._arrow, compression=_PYARROW_CODECS[self._codec],
             compression_level=_LEVELS.get(self._codec), use_dictionary=True, data_page_size=PAGE_SIZE,
             store_schema=False)
         # parquet-avro records the Avro schema it wrote with, and readers with Avro support use it.

@@ -410,6 +410,10 @@ class ObjectStore(ABC):
         """Every object key under `prefix`, sorted."""
 
     @abstractmethod
+    def list_info(self, prefix: str) -> list[tuple[str, int, int]]:
+        """(key, size in bytes, last modified in epoch ms) of every object under `prefix`, sorted by key."""
+
+    @abstractmethod
     def read(self, key: str) -> bytes:
         """The bytes of object `key`, as stored (still compressed when the store compresses)."""
 
@@ -670,11 +674,15 @@ class S3Store(ObjectStore):
         self._call("AbortMultipartUpload", key, abort)
 
     def list(self, prefix: str) -> list[str]:
+        return [key for key, _, _ in self.list_info(prefix)]
+
+    def list_info(self, prefix: str) -> list[tuple[str, int, int]]:
         client = self._client()
         pages = self._call("ListObjectsV2", prefix, lambda: [
             page for page in client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": _LIST_PAGE_SIZE})])
-        return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+        return sorted((o["Key"], int(o["Size"]), int(o["LastModified"].timestamp() * 1000))
+                      for page in pages for o in page.get("Contents", []))
 
     def read(self, key: str) -> bytes:
         from botocore.exceptions import ClientError
@@ -933,6 +941,14 @@ class LocalStore(ObjectStore):
 
     def list(self, prefix: str) -> list[str]:
         return sorted(key for key, _, temp in self._files(prefix) if not temp)
+
+    def list_info(self, prefix: str) -> list[tuple[str, int, int]]:
+        out = []
+        for key, path, temp in self._files(prefix):
+            if not temp:
+                st = path.stat()
+                out.append((key, st.st_size, int(st.st_mtime * 1000)))
+        return sorted(out)
 
     def read(self, key: str) -> bytes:
         try:

@@ -96,6 +96,19 @@ def cmd_restart(args) -> int:
     return 0
 
 
+def cmd_compact(args) -> int:
+    worker = worker_for(args)
+    found = worker.stores.configs.require(args.name)
+    info = worker.registry.find_connector(found["config"].get("connector.class", ""))
+    if info is None or not hasattr(info.cls, "compact"):
+        raise ConfigError([Problem("connector.class", f"connector '{args.name}' has nothing to compact: "
+                                                      "compaction is for object-store sinks (S3Sink)")])
+    summary = info.cls.compact(worker, args.name, min_age_ms=args.min_age_ms, target_bytes=args.target_bytes,
+                               dry_run=args.dry_run)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
 def cmd_validate(args) -> int:
     name, raw = load_connector_file(args.file)
     worker = worker_for(args)
@@ -240,6 +253,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--until-caught-up", action="store_true", help="run batches until one finds nothing new")
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser("compact", help="merge the small objects of an S3 sink's closed partitions (opt-in)")
+    p.add_argument("name")
+    p.add_argument("--min-age-ms", type=int, default=3_600_000,
+                   help="a directory whose newest object is this old is closed (default: an hour)")
+    p.add_argument("--target-bytes", type=int, default=128 * 2**20, help="largest merged object (default 128 MiB)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be merged, change nothing")
+    p.set_defaults(func=cmd_compact)
     p = sub.add_parser("validate", help="validate a connector config file; lists every problem")
     p.add_argument("file")
     p.set_defaults(func=cmd_validate)

@@ -2,7 +2,7 @@
 each) written to the S3 server as JSON objects and as Parquet objects, against a plain boto3 upload of
 the same bytes in the same number of objects.
 
-    .venv/bin/python tests/bench/bench_s3.py [--records 1000000] [--partitions 2] [--flush-size 100000]
+    PYTHONPATH=. .venv/bin/python tests/bench/bench_s3.py [--records 1000000] [--partitions 2] [--flush-size 100000]
 
 It uses the S3 server named by --endpoint, or else by .services/services.env (`make services-up`),
 with a bucket of its own, and a lake in a temporary directory. In one Spark process it prints:
@@ -11,6 +11,7 @@ with a bucket of its own, and a lake in a temporary directory. In one Spark proc
   of 6 fields), written straight into the topic table;
 - JSON: a sink batch with JsonFormat (DefaultPartitioner, flush.size --flush-size), records/s and MB/s;
 - Parquet: the same with ParquetFormat;
+- bytes: ByteArrayConverter values written with ByteArrayFormat (no parsing: the sink's own cost);
 - baseline: the JSON objects' bytes uploaded again with boto3 `put_object`, as many objects, by as many
   threads as Spark has cores (the sink's parallelism), MB/s; the ratio sink / baseline (goal >= 0.8);
 - memory: the driver's RSS and the JVM heap (peak during the batch) after each batch; the executors'
@@ -95,6 +96,10 @@ def main() -> None:
               f"{time.perf_counter() - t:.1f} s")
         runs = iter(range(1, 1000))
 
+        converters = {"JsonFormat": "org.apache.kafka.connect.json.JsonConverter",
+                      "ParquetFormat": "org.apache.kafka.connect.json.JsonConverter",
+                      "ByteArrayFormat": "org.apache.kafka.connect.converters.ByteArrayConverter"}
+
         def sink(fmt: str) -> tuple[float, str, int, int]:
             """A fresh connector and bucket; (seconds, bucket, objects, bytes)."""
             bucket = f"lc-bench-{uuid.uuid4().hex[:10]}"
@@ -102,7 +107,7 @@ def main() -> None:
             name = f"bench-{fmt.lower()}-{next(runs)}"
             worker.create(name, {
                 "name": name, "connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "purchases",
-                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter": converters[fmt],
                 "s3.bucket.name": bucket, "store.url": endpoint, "format.class": fmt,
                 "flush.size": str(args.flush_size), "tasks.max": "1"})
             jvm_heap_mib(spark)
@@ -126,10 +131,10 @@ def main() -> None:
                 list(pool.map(lambda k: client.put_object(Bucket=target, Key=k, Body=bodies[k]), keys))
             return time.perf_counter() - t
 
-        for fmt in ("JsonFormat", "ParquetFormat"):
+        for fmt in converters:
             sink(fmt)  # untimed: first connections, code generation
-        results: dict[str, list] = {"JsonFormat": [], "ParquetFormat": []}
-        base_times = []
+        results: dict[str, list] = {fmt: [] for fmt in converters}
+        base_times, bytes_base_times = [], []
         for _ in range(args.reps):
             for fmt in results:
                 results[fmt].append(sink(fmt))
@@ -137,7 +142,9 @@ def main() -> None:
                 print(f"  {fmt}: {results[fmt][-1][0]:.2f} s, {results[fmt][-1][2]} objects, "
                       f"{results[fmt][-1][3] / 2**20:.0f} MiB; RSS {rss_mib():.0f} MiB, heap peak {peak:.0f} MiB")
             base_times.append(baseline(results["JsonFormat"][-1][1]))
-            print(f"  baseline boto3 upload: {base_times[-1]:.2f} s")
+            bytes_base_times.append(baseline(results["ByteArrayFormat"][-1][1]))
+            print(f"  baseline boto3 upload: {base_times[-1]:.2f} s (JSON objects), "
+                  f"{bytes_base_times[-1]:.2f} s (bytes objects)")
         json_best = min(results["JsonFormat"])
         parquet_best = min(results["ParquetFormat"])
         base_best = min(base_times)
@@ -150,6 +157,12 @@ def main() -> None:
         figures["baseline (boto3 put_object of the JSON objects)"] = f"{base_best:.2f} s = {mib / base_best:.1f} MiB/s"
         figures["ratio JSON sink / baseline"] = f"{base_best / json_best[0]:.2f} (goal >= 0.8)"
         figures["ratio Parquet sink / baseline"] = f"{base_best / parquet_best[0]:.2f}"
+        bytes_best, bytes_base = min(results["ByteArrayFormat"]), min(bytes_base_times)
+        bmib = bytes_best[3] / 2**20
+        figures["bytes sink (no parsing)"] = (f"{bytes_best[0]:.2f} s = {args.records / bytes_best[0]:,.0f} records/s, "
+                                              f"{bmib / bytes_best[0]:.1f} MiB/s ({bytes_best[2]} objects, {bmib:.0f} MiB)")
+        figures["baseline (boto3 put_object of the bytes objects)"] = f"{bytes_base:.2f} s = {bmib / bytes_base:.1f} MiB/s"
+        figures["ratio bytes sink / baseline"] = f"{bytes_base / bytes_best[0]:.2f}"
         figures["memory"] = f"driver RSS {rss_mib():.0f} MiB"
         print()
         print(f"summary (records: {args.records:,}, partitions: {args.partitions}, cores: {cores})")
