@@ -284,7 +284,8 @@ def _explained(e: Exception) -> Exception:
     if found:
         name, message = found[-1]
         cls = getattr(errors, name)
-        return ConfigError([Problem(None, message.strip())]) if cls is ConfigError else cls(message.strip())
+        message = message.strip().removeprefix("invalid configuration: ")
+        return ConfigError([Problem(None, message)]) if cls is ConfigError else cls(message)
     if isinstance(e, LakeConnectError):
         return e
     last = re.findall(r"(?m)^\s*(\w+(?:Error|Exception)): (.+?)(?: SQLSTATE: \w+)?$", text)
