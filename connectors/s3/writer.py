@@ -174,6 +174,8 @@ class TopicPartitionWriter:
 
     def write(self, batch: pa.RecordBatch) -> None:
         """The records of `batch` (all of this topic partition, in offset order)."""
+        if self._write_uniform(batch):
+            return
         plan = self.plan
         offsets = batch.column(OFFSET).to_pylist()
         encs = batch.column(ENC).to_pylist()
@@ -234,6 +236,41 @@ class TopicPartitionWriter:
                 run_object, run_start = None, None
                 self._commit()
         self._flush_run(batch, run_object, run_start, n)
+
+    def _write_uniform(self, batch: pa.RecordBatch) -> bool:
+        """The common case in whole slices: one encoded partition and one value schema in the batch, no
+        time rules, no failed record. Only flush.size (and a schema change at the first record) can then
+        commit, so the records between commits are written as one slice, with what the record-by-record
+        path would do. False (nothing done) when the batch is not such a case."""
+        import pyarrow.compute as pc
+
+        plan = self.plan
+        if plan.time_partitioning is not None or plan.rotate_schedule_interval_ms > 0:
+            return False
+        encs, tags, errs = batch.column(ENC), batch.column(TAG), batch.column(ERR)
+        if errs.null_count != len(errs) or encs.null_count or pc.count_distinct(encs).as_py() != 1 \
+                or pc.count_distinct(tags).as_py() != 1:
+            return False
+        enc, tag, n = encs[0].as_py(), tags[0].as_py(), batch.num_rows
+        offsets = batch.column(OFFSET)
+        i = 0
+        while i < n:
+            if self.schemas.setdefault(enc, tag) != tag and self.record_count > 0:  # schema compatibility NONE
+                self._commit()
+                continue
+            self.schemas[enc] = tag
+            self.current_encoded = enc
+            obj = self.open.get(enc)
+            if obj is None:
+                obj = self.open[enc] = _OpenObject(plan, self.topic, self.partition, enc, offsets[i].as_py(), tag)
+            take = min(n - i, plan.flush_size - self.record_count)
+            self._flush_run(batch, obj, i, i + take)
+            self.record_count += take
+            self.current_offset = offsets[i + take - 1].as_py()
+            i += take
+            if self.record_count >= plan.flush_size:
+                self._commit()
+        return True
 
     def finish(self) -> list[dict[str, Any]]:
         """End of the input: Confluent's commit when no data is left (scheduled rotation), then abort what
