@@ -142,3 +142,19 @@ def test_the_task_function_splits_topic_partitions_and_reports_each(tmp_path):
         ("object", 0, 0), ("object", 1, 0), ("position", 0, 2), ("position", 1, 2)]
     assert set(objects(tmp_path)) == {"topics/t/partition=0/t+0+0000000000.json",
                                       "topics/t/partition=1/t+1+0000000000.json"}
+
+
+@pytest.mark.parametrize("flush", [1, 3, 7, 100])
+def test_whole_slices_write_what_record_by_record_writes(tmp_path, monkeypatch, flush):
+    """Batches of one encoded partition and one schema go through in slices between commits; the objects
+    and the position are those of the record-by-record path, schema changes between batches included."""
+    def go(root, slices: bool):
+        if not slices:
+            monkeypatch.setattr(TopicPartitionWriter, "_write_uniform", lambda self, b: False)
+        p = plan(root, flush_size=flush)
+        position = run(p, batch(list(range(0, 5)), encs=["a"] * 5), batch(list(range(5, 9)), encs=["a"] * 4, tags=[1] * 4),
+                       batch(list(range(9, 20)), encs=["b"] * 11, tags=[1] * 11))
+        monkeypatch.undo()
+        return objects(root), position["offset"]
+
+    assert go(tmp_path / "slices", True) == go(tmp_path / "records", False)
