@@ -13,10 +13,11 @@ import uuid
 import boto3
 import pytest
 
+from ingest.config.worker import load_worker
 from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS
-from tests.conftest import cli
-from tests.s3._book import ORDER_SCHEMA, create, orders_lake
-from tests.s3.test_book import aws_env, local_objects, offsets, s3_objects
+from tests.conftest import cli, write_worker
+from tests.s3._book import ORDER_SCHEMA
+from tests.s3.test_book import aws_env, local_objects, s3_objects
 
 RECORDS = [f'{i % 7}\t{{"schema": {ORDER_SCHEMA}, "payload": {{"id": {i % 7}, "title": "book {i % 7} '
            f'{"x" * (i % 13)}", "quantity": {i}}}}}' for i in range(240)]
@@ -32,11 +33,27 @@ def sink_config(**extra) -> dict:
             "keys.format.class": "ByteArrayFormat", **extra}
 
 
-def _local_run(root, crash: str | None):
-    lake, worker = orders_lake(root, RECORDS)
+def _prepare(root, spark, config: dict):
+    """The book's orders topic (5 partitions) holding RECORDS and the sink connector, made in this process
+    (the runs themselves are real CLI processes); the worker file."""
+    from ingest.runtime.worker import Worker
+    from ingest.topics import TopicTable
+
+    (root / "lake").mkdir(parents=True)
+    worker_file = write_worker(root / "worker.properties", root / "lake")
+    worker = Worker(load_worker(str(worker_file)))
+    topic = TopicTable(worker.lake_root, "orders")
+    topic.create(5)
+    rows = [(key.encode(), value.encode(), i) for i, (key, _, value) in enumerate(r.partition("\t") for r in RECORDS)]
+    topic.append(spark.createDataFrame(rows, "key binary, value binary, seq long"), app_id="producer", version=1)
+    worker.create("s3sink", sink_config(**config))
+    return worker_file
+
+
+def _local_run(root, spark, crash: str | None):
     store = root / "objects"
     (store / "exports").mkdir(parents=True)
-    create(worker, root, sink_config(**{"store.url": store.as_uri()}))
+    worker = _prepare(root, spark, {"store.url": store.as_uri()})
     if crash:
         r = cli("run", "s3sink", worker=worker, env={"LAKECONNECT_CRASH_AT": crash})
         assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
@@ -44,47 +61,53 @@ def _local_run(root, crash: str | None):
     assert r.returncode == 0, r.stderr
     objects = local_objects(store / "exports")
     assert not [k for k in objects if "/." in k or k.startswith(".")], "a temporary upload was left behind"
-    return objects, offsets(worker, "s3sink")
+    return objects, _offsets(worker)
+
+
+def _offsets(worker_file) -> dict[int, int]:
+    from ingest.runtime.worker import Worker
+
+    return {o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"]
+            for o in Worker(load_worker(str(worker_file))).offsets("s3sink")}
 
 
 @pytest.fixture(scope="module")
-def local_baseline(tmp_path_factory):
-    objects, committed = _local_run(tmp_path_factory.mktemp("s3clean"), None)
+def local_baseline(tmp_path_factory, spark):
+    objects, committed = _local_run(tmp_path_factory.mktemp("s3clean"), spark, None)
     # 240 records over 5 partitions, 9 a commit: some held back in every partition that has records
     assert objects and sum(len(v.splitlines()) for k, v in objects.items() if k.endswith(".json")) < 240
     return objects, committed
 
 
 @pytest.mark.parametrize("crash", CRASHES)
-def test_local_store_crash_at_each_step(tmp_path, local_baseline, crash):
-    assert _local_run(tmp_path, crash) == local_baseline
+def test_local_store_crash_at_each_step(tmp_path, spark, local_baseline, crash):
+    assert _local_run(tmp_path, spark, crash) == local_baseline
 
 
 @pytest.fixture(scope="module")
-def s3_baseline(tmp_path_factory, s3_endpoint):
-    return _s3_run(tmp_path_factory.mktemp("s3clean"), s3_endpoint, None)
+def s3_baseline(tmp_path_factory, spark, s3_endpoint):
+    return _s3_run(tmp_path_factory.mktemp("s3clean"), spark, s3_endpoint, None)
 
 
-def _s3_run(root, endpoint, crash: str | None):
+def _s3_run(root, spark, endpoint, crash: str | None):
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     bucket = f"lc-eo-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=bucket)
-    lake, worker = orders_lake(root, RECORDS)
     # A part size below the objects' size would need 5 MiB objects; the keys' objects are single puts
     # and the values' too: the multipart path is covered by tests/storage.
-    create(worker, root, sink_config(**{"s3.bucket.name": bucket, "store.url": endpoint}))
+    worker = _prepare(root, spark, {"s3.bucket.name": bucket, "store.url": endpoint})
     if crash:
         r = cli("run", "s3sink", worker=worker, env={**aws_env(endpoint), "LAKECONNECT_CRASH_AT": crash})
         assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
     r = cli("run", "s3sink", worker=worker, env=aws_env(endpoint))
     assert r.returncode == 0, r.stderr
     assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
-    return s3_objects(client, bucket), offsets(worker, "s3sink")
+    return s3_objects(client, bucket), _offsets(worker)
 
 
 @pytest.mark.parametrize("crash", ["put", "upload:2", "object-write:3"])
-def test_s3_crash_inside_the_upload(tmp_path, s3_endpoint, s3_baseline, crash):
-    assert _s3_run(tmp_path, s3_endpoint, crash) == s3_baseline
+def test_s3_crash_inside_the_upload(tmp_path, spark, s3_endpoint, s3_baseline, crash):
+    assert _s3_run(tmp_path, spark, s3_endpoint, crash) == s3_baseline
 
 
 def test_offsets_follow_committed_objects_only(local_baseline):
