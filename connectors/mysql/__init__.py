@@ -1,0 +1,1 @@
+"""MySQL / MariaDB binlog CDC, shaped as Debezium's MySQL connector (work in progress: not registered yet)."""

@@ -1,0 +1,342 @@
+"""MySQL/MariaDB column types as Debezium's MySQL connector maps them (2.3 defaults: decimal.handling.mode
+precise, time.precision.mode adaptive_time_microseconds, bigint.unsigned.handling.mode long,
+binary.handling.mode bytes).
+
+Both ways a row reaches a topic, the binlog decoder (Python, on executors) and a snapshot query (SQL,
+in the database), first give every column as one canonical text; one Spark expression per column then
+turns that text into Debezium's value. So a snapshot row and a binlog row of the same data are the same
+record. The canonical texts:
+
+    integers      decimal digits (BIGINT UNSIGNED wrapped into a signed long, as Debezium's long mode)
+    FLOAT/DOUBLE  Python's repr / MySQL's CAST AS CHAR
+    DECIMAL       the plain decimal
+    DATE          days since the epoch            DATETIME(p)  epoch millis (p<=3) or micros, as UTC
+    TIME          microseconds                    TIMESTAMP    epoch micros (Spark prints the ISO text)
+    YEAR          the year                        strings      the text itself
+    binary, BLOB  hex                             BIT(1) 0/1, BIT(n) hex of the little-endian bytes
+    ENUM          the label                       SET          the labels in declared order, comma separated
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from ingest.records import schema as S
+
+# Column type codes of the binlog's table map (MySQL's enum_field_types).
+TINY, SHORT, LONG, FLOAT, DOUBLE, NULL, TIMESTAMP, LONGLONG, INT24, DATE, TIME, DATETIME, YEAR, NEWDATE, \
+    VARCHAR, BIT, TIMESTAMP2, DATETIME2, TIME2 = range(1, 20)
+JSON, NEWDECIMAL, ENUM, SET, TINY_BLOB, MEDIUM_BLOB, LONG_BLOB, BLOB, VAR_STRING, STRING, GEOMETRY = \
+    245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255
+DECIMAL_OLD = 0
+
+_TYPE_NAMES = {
+    TINY: "tinyint", SHORT: "smallint", INT24: "mediumint", LONG: "int", LONGLONG: "bigint", FLOAT: "float",
+    DOUBLE: "double", DECIMAL_OLD: "decimal", NEWDECIMAL: "decimal", DATE: "date", NEWDATE: "date",
+    TIME: "time", TIME2: "time", DATETIME: "datetime", DATETIME2: "datetime", TIMESTAMP: "timestamp",
+    TIMESTAMP2: "timestamp", YEAR: "year", VARCHAR: "varchar", VAR_STRING: "varchar", STRING: "char",
+    TINY_BLOB: "blob", MEDIUM_BLOB: "blob", LONG_BLOB: "blob", BLOB: "blob", JSON: "json", ENUM: "enum",
+    SET: "set", BIT: "bit", GEOMETRY: "geometry",
+}
+# information_schema.COLUMNS.DATA_TYPE -> the same family names
+_INFO_NAMES = {
+    "tinyint": "tinyint", "smallint": "smallint", "mediumint": "mediumint", "int": "int", "integer": "int",
+    "bigint": "bigint", "float": "float", "double": "double", "real": "double", "decimal": "decimal",
+    "numeric": "decimal", "date": "date", "time": "time", "datetime": "datetime", "timestamp": "timestamp",
+    "year": "year", "char": "char", "varchar": "varchar", "tinytext": "text", "text": "text",
+    "mediumtext": "text", "longtext": "text", "binary": "binary", "varbinary": "binary", "tinyblob": "blob",
+    "blob": "blob", "mediumblob": "blob", "longblob": "blob", "json": "json", "enum": "enum", "set": "set",
+    "bit": "bit", "bool": "tinyint", "boolean": "tinyint",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One captured column as the connector sees it, whichever way it learnt it (table map or catalog)."""
+
+    name: str
+    family: str  # tinyint ... set, see _TYPE_NAMES
+    unsigned: bool = False
+    nullable: bool = True
+    binary: bool = False  # a string type of the binary charset: bytes
+    precision: int | None = None  # DECIMAL
+    scale: int | None = None  # DECIMAL
+    fsp: int = 0  # DATETIME/TIMESTAMP/TIME fractional digits
+    bits: int = 0  # BIT(n)
+    labels: tuple[str, ...] = ()  # ENUM/SET
+
+    def to_json(self) -> list:
+        return [self.name, self.family, self.unsigned, self.nullable, self.binary, self.precision, self.scale,
+                self.fsp, self.bits, list(self.labels)]
+
+    @classmethod
+    def from_json(cls, v: list) -> Column:
+        return cls(v[0], v[1], bool(v[2]), bool(v[3]), bool(v[4]), v[5], v[6], int(v[7]), int(v[8]), tuple(v[9]))
+
+    # --- Debezium's schema ----------------------------------------------------------------------
+
+    def connect_schema(self) -> S.ConnectSchema:
+        opt = self.nullable
+        f = self.family
+        if f in ("tinyint", "smallint"):
+            t = "int32" if f == "smallint" and self.unsigned else "int16"
+            return S.ConnectSchema(t, opt)
+        if f == "mediumint":
+            return S.ConnectSchema("int32", opt)
+        if f == "int":
+            return S.ConnectSchema("int64" if self.unsigned else "int32", opt)
+        if f == "bigint":
+            return S.ConnectSchema("int64", opt)
+        if f == "float":
+            return S.ConnectSchema("float32", opt)
+        if f == "double":
+            return S.ConnectSchema("float64", opt)
+        if f == "decimal":
+            params = (("scale", str(self.scale or 0)), ("connect.decimal.precision", str(self.precision or 10)))
+            return S.ConnectSchema("bytes", opt, S.DECIMAL, 1, parameters=params)
+        if f == "date":
+            return S.ConnectSchema("int32", opt, "io.debezium.time.Date", 1)
+        if f == "datetime":
+            name = "io.debezium.time.Timestamp" if self.fsp <= 3 else "io.debezium.time.MicroTimestamp"
+            return S.ConnectSchema("int64", opt, name, 1)
+        if f == "timestamp":
+            return S.ConnectSchema("string", opt, "io.debezium.time.ZonedTimestamp", 1)
+        if f == "time":
+            return S.ConnectSchema("int64", opt, "io.debezium.time.MicroTime", 1)
+        if f == "year":
+            return S.ConnectSchema("int32", opt, "io.debezium.time.Year", 1)
+        if f == "json":
+            return S.ConnectSchema("string", opt, "io.debezium.data.Json", 1)
+        if f == "enum":
+            return S.ConnectSchema("string", opt, "io.debezium.data.Enum", 1,
+                                   parameters=(("allowed", ",".join(self.labels)),))
+        if f == "set":
+            return S.ConnectSchema("string", opt, "io.debezium.data.EnumSet", 1,
+                                   parameters=(("allowed", ",".join(self.labels)),))
+        if f == "bit":
+            if self.bits <= 1:
+                return S.ConnectSchema("boolean", opt)
+            return S.ConnectSchema("bytes", opt, "io.debezium.data.Bits", 1, parameters=(("length", str(self.bits)),))
+        if f in ("blob", "binary", "geometry") or self.binary:
+            return S.ConnectSchema("bytes", opt)
+        return S.ConnectSchema("string", opt)
+
+    @property
+    def as_bytes(self) -> bool:
+        return self.family in ("blob", "binary", "geometry") or (self.binary and self.family in ("char", "varchar",
+                                                                                                   "text"))
+
+    # --- canonical text, from the binlog decoder's Python values ---------------------------------
+
+    def text(self, v: Any) -> str | None:
+        if v is None:
+            return None
+        f = self.family
+        if f in ("tinyint", "smallint", "mediumint", "int", "year"):
+            return str(int(v))
+        if f == "bigint":
+            v = int(v)
+            return str(v - (1 << 64) if v >= 1 << 63 else v)
+        if f in ("float", "double"):
+            return repr(float(v))
+        if f == "decimal":
+            return format(v, "f")
+        if f == "date":
+            return str((v - _EPOCH_DATE).days) if isinstance(v, dt.date) else None
+        if f == "datetime":
+            if not isinstance(v, dt.datetime):
+                return None
+            micros = _micros(v)
+            return str(micros // 1000 if self.fsp <= 3 else micros)
+        if f == "timestamp":
+            return str(_micros(v)) if isinstance(v, dt.datetime) else None
+        if f == "time":
+            micros = (v.days * 86400 + v.seconds) * 1_000_000 + v.microseconds
+            if micros < 0 and micros % 1_000_000:
+                # python-mysql-replication reads a negative TIME's fraction as if it were positive (MySQL
+                # stores the whole value in two's complement): -(S + F) where the value is -(S + 1 - F).
+                whole, frac = divmod(-micros, 1_000_000)
+                micros = -(whole * 1_000_000 + (1_000_000 - frac))
+            return str(micros)
+        if f == "set":
+            chosen = set(v) if not isinstance(v, str) else set(filter(None, v.split(",")))
+            return ",".join(label for label in self.labels if label in chosen)
+        if f == "bit":
+            bits = v if isinstance(v, str) else format(int(v), "b")
+            n = int(bits or "0", 2)
+            if self.bits <= 1:
+                return "1" if n else "0"
+            return n.to_bytes((self.bits + 7) // 8, "little").hex()
+        if f == "json":
+            if isinstance(v, (bytes, bytearray)):
+                return v.decode("utf-8", "replace")
+            if not isinstance(v, str):
+                import json
+                return json.dumps(_json_ready(v), separators=(",", ":"))
+            return v
+        if self.as_bytes:
+            return bytes(v).hex() if isinstance(v, (bytes, bytearray)) else str(v).encode("utf-8").hex()
+        if isinstance(v, (bytes, bytearray)):
+            return bytes(v).decode("utf-8", "replace")
+        return str(v)
+
+    # --- canonical text, computed by the database in a snapshot query -----------------------------
+
+    def sql_text(self, quoted: str) -> str:
+        f = self.family
+        if f == "bigint" and self.unsigned:
+            return f"CAST(CAST({quoted} AS SIGNED) AS CHAR)"
+        if f in ("tinyint", "smallint", "mediumint", "int", "bigint", "year", "decimal", "float", "double"):
+            return f"CAST({quoted} AS CHAR)"
+        if f == "date":
+            return f"CAST(DATEDIFF({quoted}, '1970-01-01') AS CHAR)"
+        if f == "datetime":
+            micros = f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {quoted})"
+            return f"CAST(FLOOR({micros} / 1000) AS CHAR)" if self.fsp <= 3 else f"CAST({micros} AS CHAR)"
+        if f == "timestamp":  # UNIX_TIMESTAMP does not depend on the session's time zone
+            return f"CAST(CAST(UNIX_TIMESTAMP({quoted}) * 1000000 AS SIGNED) AS CHAR)"
+        if f == "time":
+            return f"CAST(CAST(TIME_TO_SEC({quoted}) * 1000000 AS SIGNED) AS CHAR)"
+        if f == "bit":
+            if self.bits <= 1:
+                return f"CAST({quoted} + 0 AS CHAR)"
+            n = (self.bits + 7) // 8
+            return f"LOWER(HEX(REVERSE(UNHEX(LPAD(HEX({quoted}), {2 * n}, '0')))))"
+        if self.as_bytes:
+            return f"LOWER(HEX({quoted}))"
+        return f"CAST({quoted} AS CHAR)" if f in ("enum", "set") else quoted
+
+    # --- canonical text -> Debezium value, in Spark ---------------------------------------------
+
+    def spark_value(self, text):
+        from pyspark.sql import functions as F
+
+        schema = self.connect_schema()
+        f = self.family
+        if f == "timestamp":
+            printed = F.date_format(F.timestamp_micros(text.cast("long")), "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'")
+            return _trim_zoned(printed)
+        if f == "bit" and self.bits <= 1:
+            return text == F.lit("1")
+        if schema.type == "bytes" and schema.name != S.DECIMAL:
+            return F.unhex(text)
+        if schema.type == "string":
+            return text
+        return text.cast(schema.to_spark_type())
+
+
+_INTEGERS = ("tinyint", "smallint", "mediumint", "int", "bigint")
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _micros(v: dt.datetime) -> int:
+    d = v.replace(tzinfo=None) - _EPOCH
+    return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def zoned(v: dt.datetime) -> str:
+    """Debezium's ZonedTimestamp text: ISO-8601 in UTC, the fraction without trailing zeros."""
+    text = v.strftime("%Y-%m-%dT%H:%M:%S")
+    if v.microsecond:
+        text += ("." + f"{v.microsecond:06d}").rstrip("0")
+    return text + "Z"
+
+
+def _trim_zoned(text):
+    """Six fraction digits printed; drop trailing zeros (and a bare dot) as `zoned` does."""
+    from pyspark.sql import functions as F
+
+    return F.regexp_replace(F.regexp_replace(text, r"0+Z$", "Z"), r"\.Z$", "Z")
+
+
+def _json_ready(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {(k.decode() if isinstance(k, bytes) else k): _json_ready(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_json_ready(x) for x in v]
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return v
+
+
+def from_table_map(event) -> tuple[list[Column], list[int]]:
+    """Columns and primary-key positions of a binlog TABLE_MAP event written with binlog_row_metadata=FULL."""
+    meta = event.optional_metadata
+    nulls = event.null_bitmask
+    cols = []
+    enums = iter(meta.set_enum_str_value_list or [])
+    sets = iter(meta.set_str_value_list or [])
+    for i, c in enumerate(event.columns):
+        family = _TYPE_NAMES.get(c.type, "varchar")
+        charset = getattr(c, "character_set_name", None)
+        binary = charset == "binary"
+        if family == "blob" and not binary:
+            family = "text"
+        if family in ("char", "varchar") and binary:
+            family = "binary"
+        labels: tuple[str, ...] = ()
+        if family == "enum":
+            labels = tuple(_s(x) for x in next(enums, []))
+        elif family == "set":
+            labels = tuple(_s(x) for x in next(sets, []))
+        nullable = bool(nulls[i // 8] & (1 << (i % 8))) if nulls else True
+        unsigned = family in _INTEGERS and bool(getattr(c, "unsigned", False))
+        cols.append(Column(c.name, family, unsigned, nullable, binary,
+                           getattr(c, "precision", None), getattr(c, "decimals", None),
+                           int(getattr(c, "fsp", 0) or 0), int(getattr(c, "bits", 0) or 0), labels))
+    pk = list(meta.simple_primary_key_list or []) or sorted((meta.primary_keys_with_prefix or {}).keys())
+    return cols, pk
+
+
+def from_catalog(row: dict) -> Column:
+    """A column from information_schema.COLUMNS (DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, ...)."""
+    data_type = str(row["DATA_TYPE"]).lower()
+    column_type = str(row["COLUMN_TYPE"]).lower()
+    family = _INFO_NAMES.get(data_type, "varchar")
+    binary = family in ("binary", "blob")
+    labels: tuple[str, ...] = ()
+    if family in ("enum", "set"):
+        inner = column_type[column_type.index("(") + 1:column_type.rindex(")")]
+        labels = tuple(_unquote_labels(str(row["COLUMN_TYPE"])[column_type.index("(") + 1:
+                                                                  column_type.rindex(")")])) if inner else ()
+    bits = 0
+    if family == "bit":
+        bits = int(row.get("NUMERIC_PRECISION") or 1)
+    return Column(str(row["COLUMN_NAME"]), family, "unsigned" in column_type, row["IS_NULLABLE"] == "YES", binary,
+                  _int(row.get("NUMERIC_PRECISION")) if family == "decimal" else None,
+                  _int(row.get("NUMERIC_SCALE")) if family == "decimal" else None,
+                  _int(row.get("DATETIME_PRECISION")) or 0, bits, labels)
+
+
+def _int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _s(x: Any) -> str:
+    return x.decode("utf-8") if isinstance(x, (bytes, bytearray)) else str(x)
+
+
+def _unquote_labels(inner: str) -> list[str]:
+    """'a','b''c' -> [a, b'c]"""
+    out, cur, i, quoted = [], [], 0, False
+    while i < len(inner):
+        ch = inner[i]
+        if quoted:
+            if ch == "'" and i + 1 < len(inner) and inner[i + 1] == "'":
+                cur.append("'")
+                i += 1
+            elif ch == "'":
+                quoted = False
+            else:
+                cur.append(ch)
+        elif ch == "'":
+            quoted = True
+        elif ch == ",":
+            out.append("".join(cur))
+            cur = []
+        i += 1
+    out.append("".join(cur))
+    return out

@@ -1,0 +1,117 @@
+"""The two ways a row reaches a CDC topic give the same canonical text (real MariaDB with binlog): the
+binlog decoder over a real binlog range, and the snapshot's SQL over the same row. Then Spark turns that
+text into Debezium's values and schemas."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pymysql
+import pytest
+
+from connectors.mysql import binlog
+from connectors.mysql.types import Column, from_catalog, zoned
+
+DDL = """CREATE TABLE {t} (
+  id INT UNSIGNED NOT NULL AUTO_INCREMENT, title VARCHAR(150) NOT NULL, d DATE, dt3 DATETIME(3), dt6 DATETIME(6),
+  ts TIMESTAMP(6) NULL, tm TIME(6), money DECIMAL(10,2), raw BLOB, vb VARBINARY(4), e ENUM('a','b'),
+  s SET('x','y','z'), j JSON, b1 BIT(1), b3 BIT(10), y YEAR, f FLOAT, db DOUBLE, ti TINYINT, si SMALLINT UNSIGNED,
+  bi BIGINT UNSIGNED, txt TEXT, PRIMARY KEY (id))"""
+ROWS = [
+    "('Kafka Connect','2023-10-01','2020-01-02 03:04:05.123','1969-12-31 23:59:59.999999','2020-01-02 03:04:05.5',"
+    "'-01:02:03.25','-12.34',x'00ff10',x'0a0b','b','z,x','{\"a\": 1}',b'1',b'1000000101',2023,1.5,2.25,-7,65535,"
+    "18446744073709551615,'héllo \"q\"')",
+    "('Kafka The Definitive Guide','2017-07-07',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,"
+    "NULL,NULL,NULL,NULL,NULL,NULL,NULL)",
+] + [f"('t','2017-07-07',NULL,NULL,NULL,'{tm}',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,"
+     "NULL)" for tm in ("-00:00:00.5", "-10:00:00.000001", "-838:59:58.999999", "00:00:01.75", "-00:00:02")]
+
+
+@pytest.fixture
+def table(services):
+    settings = dict(host=services["LAKECONNECT_TEST_MARIADB_HOST"], port=int(services["LAKECONNECT_TEST_MARIADB_PORT"]),
+                    user=services["LAKECONNECT_TEST_MARIADB_USER"], password=services["LAKECONNECT_TEST_MARIADB_PASSWORD"])
+    db = "cdc_types_" + uuid.uuid4().hex[:8]
+    conn = pymysql.connect(**settings, autocommit=True)
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE {db}")
+    cur.execute(DDL.format(t=f"{db}.t"))
+    start = binlog.master_position(cur)
+    cur.execute(f"INSERT INTO {db}.t (title,d,dt3,dt6,ts,tm,money,raw,vb,e,s,j,b1,b3,y,f,db,ti,si,bi,txt) VALUES "
+                + ",".join(ROWS))
+    end = binlog.master_position(cur)
+    yield settings, cur, db, start, end
+    cur.execute(f"DROP DATABASE {db}")
+    conn.close()
+
+
+def _decoded(settings, db, start, end):
+    segs = binlog.segments(binlog.binary_logs(pymysql.connect(**settings).cursor()), start, end)
+    out = []
+    for seg in segs:
+        out += list(binlog.decode(settings, 7000, seg, {(db, "t")}, False))
+    return out
+
+
+def test_binlog_and_snapshot_sql_give_the_same_text(table):
+    settings, cur, db, start, end = table
+    events = _decoded(settings, db, start, end)
+    maps = [e for e in events if e[1] == "tablemap"]
+    rows = [e for e in events if e[1] == "row"]
+    assert len(maps) == 1 and [r[5] for r in rows] == ["c"] * 7
+    import json
+    layout = json.loads(maps[0][15])
+    columns = [Column.from_json(c) for c in layout["columns"]]
+    assert layout["pk"] == [0]
+    # The catalog's view of the same table is the table map's.
+    cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME='t' "
+                "ORDER BY ORDINAL_POSITION", (db,))
+    names = [d[0] for d in cur.description]
+    catalog = [from_catalog(dict(zip(names, r))) for r in cur.fetchall()]
+    assert catalog == columns
+    select = ", ".join(c.sql_text(f"`{c.name}`") for c in columns)
+    cur.execute(f"SELECT {select} FROM {db}.t ORDER BY id")
+    snapshot = [list(r) for r in cur.fetchall()]
+    assert [r[7] for r in rows] == snapshot
+    first = dict(zip([c.name for c in columns], snapshot[0]))
+    assert first["d"] == str((dt.date(2023, 10, 1) - dt.date(1970, 1, 1)).days)
+    assert first["dt6"] == "-1"  # one microsecond before the epoch
+    assert first["tm"] == str(-(3723 * 1_000_000 + 250_000))
+    assert first["s"] == "x,z" and first["e"] == "b"
+    assert first["bi"] == "-1"  # BIGINT UNSIGNED max, as Debezium's long mode
+    assert first["b3"] == (0b1000000101).to_bytes(2, "little").hex()
+    assert first["raw"] == "00ff10" and first["txt"] == 'héllo "q"'
+
+
+def test_spark_turns_the_text_into_debeziums_values(spark):
+    cols = [Column("d", "date"), Column("ts", "timestamp", fsp=6), Column("ts0", "timestamp"),
+            Column("dt3", "datetime", fsp=3), Column("money", "decimal", precision=10, scale=2),
+            Column("raw", "blob", binary=True), Column("b1", "bit", bits=1), Column("e", "enum", labels=("a", "b"))]
+    when = dt.datetime(2020, 1, 2, 3, 4, 5, 120000)
+    texts = [cols[0].text(dt.date(2017, 7, 7)), cols[1].text(when), cols[2].text(when.replace(microsecond=0)),
+             cols[3].text(when), cols[4].text(__import__("decimal").Decimal("-12.34")), cols[5].text(b"\x00\xff"),
+             cols[6].text("1"), cols[7].text("b")]
+    df = spark.createDataFrame([tuple(texts)], [c.name for c in cols])
+    from pyspark.sql import functions as F
+    row = df.select([c.spark_value(F.col(c.name)).alias(c.name) for c in cols]).collect()[0]
+    assert row["d"] == 17354  # the book's 2017-07-07
+    assert row["ts"] == zoned(when) == "2020-01-02T03:04:05.12Z"
+    assert row["ts0"] == "2020-01-02T03:04:05Z"
+    assert row["dt3"] == 1577934245120
+    assert str(row["money"]) == "-12.34" and bytes(row["raw"]) == b"\x00\xff"
+    assert row["b1"] is True and row["e"] == "b"
+    schemas = {c.name: c.connect_schema().to_json() for c in cols}
+    assert schemas["d"] == {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "version": 1}
+    assert schemas["e"]["parameters"] == {"allowed": "a,b"}
+    assert Column("id", "int", unsigned=True, nullable=False).connect_schema().to_json() == \
+        {"type": "int64", "optional": False}  # the book's key: INT UNSIGNED -> int64
+
+
+def test_segments_follow_the_binlog_files():
+    logs = [("bin.000001", 900), ("bin.000002", 500), ("bin.000003", 300)]
+    segs = binlog.segments(logs, binlog.Position("bin.000001", 400), binlog.Position("bin.000003", 200))
+    assert [(s.index, s.file, s.start, s.end) for s in segs] == [
+        (0, "bin.000001", 400, None), (1, "bin.000002", 4, None), (2, "bin.000003", 4, 200)]
+    with pytest.raises(LookupError):
+        binlog.segments(logs, binlog.Position("bin.000000", 4), binlog.Position("bin.000003", 200))
