@@ -276,28 +276,23 @@ def gtid_at(cur, pos: Position, mariadb: bool) -> str | None:
     return (str(row[0]) if row and row[0] is not None else None) or None
 
 
-def locate_gtid(settings: Mapping[str, Any], server_id: int, gtids: str) -> Position:
+def locate_gtid(settings: Mapping[str, Any], server_id: int, gtids: str) -> Position | None:
     """Where the binlog continues after the MariaDB GTID position `gtids`: a short replica connection that
-    starts from it and reads the server's first events (a fake ROTATE naming the file, then the next
-    event's end position)."""
-
+    starts from it; the server names the file (a fake ROTATE), then sends the next transaction, whose GTID
+    event starts at the position wanted. None when no transaction follows `gtids` yet."""
     stream = _MariadbGtidStream(connection_settings=dict(settings), server_id=server_id, auto_position=gtids,
                                 is_mariadb=True, blocking=False, resume_stream=True)
-    file, pos = None, 4
+    file = None
     try:
         for event in stream:
-            if type(event).__name__ == "RotateEvent":
+            name = type(event).__name__
+            if name == "RotateEvent":
                 file = event.next_binlog
-                pos = event.position
-                continue
-            if file is not None:
-                start = event.packet.log_pos - event.packet.event_size
-                return Position(file, start if start > 4 else pos)
-        if file is not None:
-            return Position(file, pos)
+            elif name == "MariadbGtidEvent" and file is not None and event.packet.log_pos:
+                return Position(file, event.packet.log_pos - event.packet.event_size)
     finally:
         stream.close()
-    raise LookupError(gtids)
+    return None
 
 
 def _gtid_stream_class():

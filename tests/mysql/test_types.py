@@ -115,3 +115,22 @@ def test_segments_follow_the_binlog_files():
         (0, "bin.000001", 400, None), (1, "bin.000002", 4, None), (2, "bin.000003", 4, 200)]
     with pytest.raises(LookupError):
         binlog.segments(logs, binlog.Position("bin.000000", 4), binlog.Position("bin.000003", 200))
+
+
+def test_gtid_start_is_located_on_a_binlog_of_tens_of_mb(table):
+    """Resuming by GTID on MariaDB: the library's GTID start packet is one byte short, which on a large
+    binlog makes the server drop the connection; ours is right, and finds where each GTID continues."""
+    settings, cur, db, _, _ = table
+    cur.execute(f"CREATE TABLE {db}.big (id INT PRIMARY KEY, pad VARCHAR(1000))")
+    before = binlog.master_position(cur)
+    gtid_before = binlog.gtid_at(cur, before, True)
+    for chunk in range(3):  # 3 transactions of ~8 MB each
+        cur.execute(f"INSERT INTO {db}.big SELECT seq, REPEAT('x', 1000) FROM {db}.seq_{chunk * 8000 + 1}_to_{(chunk + 1) * 8000}")
+    after = binlog.master_position(cur)
+    assert after.pos - before.pos > 20_000_000 or after.file != before.file
+    gtid_after = binlog.gtid_at(cur, after, True)
+    cur.execute(f"INSERT INTO {db}.big VALUES (0, 'last')")
+    assert binlog.locate_gtid(settings, 7200, gtid_before) == before
+    assert binlog.locate_gtid(settings, 7201, gtid_after) == after
+    cur.execute("SELECT @@gtid_binlog_pos")
+    assert binlog.locate_gtid(settings, 7202, cur.fetchone()[0]) is None  # nothing after the newest yet
