@@ -317,3 +317,41 @@ def _gtid_stream_class():
 
 def _MariadbGtidStream(**kwargs):  # noqa: N802 (a class made on first use: the library loads lazily)
     return _gtid_stream_class()(**kwargs)
+
+
+REQUIRED_GRANTS = ("SELECT", "RELOAD", "SHOW DATABASES", "REPLICATION SLAVE", "REPLICATION CLIENT")
+
+
+def server_problems(cur) -> list[str]:
+    """What keeps this server from being captured, each with the fix; empty when it can be."""
+    problems = []
+    found = variables(cur, ["log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata"])
+    if found.get("log_bin", "OFF").upper() != "ON":
+        problems.append("binary logging is off (log_bin=OFF): start the server with log_bin (and binlog_format=ROW, "
+                        "binlog_row_image=FULL, binlog_row_metadata=FULL)")
+        return problems
+    for name, wanted in (("binlog_format", "ROW"), ("binlog_row_image", "FULL"), ("binlog_row_metadata", "FULL")):
+        value = found.get(name)
+        if value is None and name == "binlog_row_metadata":
+            problems.append("the server has no binlog_row_metadata (MariaDB before 10.5, MySQL before 8.0.14): "
+                            "change events need the column names the binlog carries from those versions on")
+        elif value is not None and value.upper() != wanted:
+            problems.append(f"{name} is {value}, change events need {wanted}: "
+                            f"SET GLOBAL {name}='{wanted}' (and in the server's configuration)")
+    missing = missing_grants(cur)
+    if missing:
+        problems.append(f"the user lacks {', '.join(missing)}: GRANT {', '.join(REQUIRED_GRANTS)} ON *.* TO the "
+                        "connector's user (MariaDB 10.5+ calls REPLICATION CLIENT 'BINLOG MONITOR')")
+    return problems
+
+
+def missing_grants(cur) -> list[str]:
+    cur.execute("SHOW GRANTS")
+    text = " ".join(str(r[0]).upper() for r in cur.fetchall())
+    if "ALL PRIVILEGES ON *.*" in text:
+        return []
+    global_grants = " ".join(g.split(" ON *.*")[0] for g in text.split("GRANT ")[1:] if " ON *.*" in g)
+    have = {g.strip() for g in global_grants.split(",")}
+    aliases = {"REPLICATION CLIENT": {"REPLICATION CLIENT", "BINLOG MONITOR"},
+               "REPLICATION SLAVE": {"REPLICATION SLAVE", "REPLICATION REPLICA"}}
+    return [g for g in REQUIRED_GRANTS if not (aliases.get(g, {g}) & have)]

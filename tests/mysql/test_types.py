@@ -134,3 +134,27 @@ def test_gtid_start_is_located_on_a_binlog_of_tens_of_mb(table):
     assert binlog.locate_gtid(settings, 7201, gtid_after) == after
     cur.execute("SELECT @@gtid_binlog_pos")
     assert binlog.locate_gtid(settings, 7202, cur.fetchone()[0]) is None  # nothing after the newest yet
+
+
+def test_server_problems_name_the_setting_and_the_grants(table):
+    settings, cur, db, _, _ = table
+    assert binlog.server_problems(cur) == []  # root on the project's MariaDB
+    cur.execute("SET GLOBAL binlog_row_image='MINIMAL'")
+    try:
+        problems = binlog.server_problems(cur)
+    finally:
+        cur.execute("SET GLOBAL binlog_row_image='FULL'")
+    assert problems == ["binlog_row_image is MINIMAL, change events need FULL: SET GLOBAL binlog_row_image='FULL' "
+                        "(and in the server's configuration)"]
+    user = "cdc_" + db[-8:]
+    cur.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'")
+    try:
+        cur.execute(f"GRANT SELECT, RELOAD ON *.* TO '{user}'@'%'")
+        limited = pymysql.connect(**{**settings, "user": user, "password": "pw"})
+        try:
+            assert binlog.missing_grants(limited.cursor()) == ["SHOW DATABASES", "REPLICATION SLAVE",
+                                                               "REPLICATION CLIENT"]
+        finally:
+            limited.close()
+    finally:
+        cur.execute(f"DROP USER '{user}'@'%'")
