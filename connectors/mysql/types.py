@@ -298,10 +298,9 @@ def from_catalog(row: dict) -> Column:
     family = _INFO_NAMES.get(data_type, "varchar")
     binary = family in ("binary", "blob")
     labels: tuple[str, ...] = ()
-    if family in ("enum", "set"):
-        inner = column_type[column_type.index("(") + 1:column_type.rindex(")")]
-        labels = tuple(_unquote_labels(str(row["COLUMN_TYPE"])[column_type.index("(") + 1:
-                                                                  column_type.rindex(")")])) if inner else ()
+    if family in ("enum", "set"):  # labels keep their case: cut them from the original text
+        original = str(row["COLUMN_TYPE"])
+        labels = tuple(_unquote_labels(original[original.index("(") + 1:original.rindex(")")]))
     bits = 0
     if family == "bit":
         bits = int(row.get("NUMERIC_PRECISION") or 1)

@@ -132,6 +132,16 @@ def test_gtid_start_is_located_on_a_binlog_of_tens_of_mb(table):
     cur.execute(f"INSERT INTO {db}.big VALUES (0, 'last')")
     assert binlog.locate_gtid(settings, 7200, gtid_before) == before
     assert binlog.locate_gtid(settings, 7201, gtid_after) == after
+    # Streamed from the GTID over all 24 MB: each transaction once (the library's own packet makes the
+    # server drop the connection here, and the library re-reads the same transactions forever).
+    stream = binlog._MariadbGtidStream(connection_settings=settings, server_id=7203, auto_position=gtid_before,
+                                       is_mariadb=True, blocking=False, resume_stream=True)
+    try:
+        seen = [e.gtid for e in stream if type(e).__name__ == "MariadbGtidEvent"]
+    finally:
+        stream.close()
+    domain, server, number = gtid_before.split("-")
+    assert seen == [f"{domain}-{server}-{int(number) + i}" for i in range(1, 5)]
     cur.execute("SELECT @@gtid_binlog_pos")
     assert binlog.locate_gtid(settings, 7202, cur.fetchone()[0]) is None  # nothing after the newest yet
 
