@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,8 @@ the UI and logs)."""
 DECODED = ("seq long, kind string, db string, tbl string, tm string, op string, before array<string>, "
            "after array<string>, ts_sec long, file string, pos long, row int, server_id long, gtid string, "
            "thread long, query string")
+MAX_SEGMENT_IDS = 16
+"""Server ids the parallel decoders take after database.server.id (one per binlog file, in turn)."""
 SEGMENT_BITS = 40
 """seq = segment << SEGMENT_BITS | event number within the segment: binlog order across segments."""
 
@@ -95,7 +98,9 @@ class BinlogReader(DataSourceReader):
         self.connection = json.loads(options[SECRET_OPTION])
         self.server_id = int(options["server_id"])
         self.segments = [Segment(*s) for s in json.loads(options["segments"])]
-        self.tables = json.loads(options["tables"])  # [[db, table], ...] captured, plus the signal table
+        from connectors.mysql.config import TableFilter
+
+        self.tables = TableFilter.from_json(json.loads(options["tables"]))
         self.chunk = int(options.get("chunk", "2048"))
         self.with_query = options.get("query", "false") == "true"
 
@@ -107,7 +112,7 @@ class BinlogReader(DataSourceReader):
 
         schema = _arrow_schema()
         rows: dict[str, list] = {name: [] for name in schema.names}
-        for record in decode(self.connection, self.server_id + 1 + segment.index, segment, set(map(tuple, self.tables)),
+        for record in decode(self.connection, self.server_id + 1 + segment.index % MAX_SEGMENT_IDS, segment, self.tables,
                              self.with_query):
             for name, value in zip(schema.names, record):
                 rows[name].append(value)
@@ -131,9 +136,9 @@ def layout_id(columns_json: str) -> str:
     return hashlib.sha1(columns_json.encode()).hexdigest()[:16]
 
 
-def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tables: set[tuple[str, str]],
+def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tables: Container[tuple[str, str]],
            with_query: bool) -> Iterator[tuple]:
-    """The events of one segment as DECODED tuples, in binlog order."""
+    """The events of one segment as DECODED tuples, in binlog order; row events of the `tables` only."""
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.event import (
         MariadbAnnotateRowsEvent, MariadbGtidEvent, QueryEvent, RotateEvent, RowsQueryLogEvent, XidEvent,
@@ -152,8 +157,8 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
     stream = BinLogStreamReader(
         connection_settings=dict(connection), server_id=server_id, log_file=segment.file, log_pos=segment.start,
         resume_stream=True, blocking=False, only_events=events, freeze_schema=True,
-        annotate_rows_event=with_query,
-        only_schemas=sorted({db for db, _ in tables}) or None)
+        annotate_rows_event=with_query, only_schemas=_schemas(tables),
+        report_slave=REPLICA_NAME)  # listed in SHOW SLAVE HOSTS: another reader with our id is then seen
     base = segment.index << SEGMENT_BITS
     n = 0
     gtid = None
@@ -224,6 +229,17 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 n += 1
     finally:
         stream.close()
+
+
+def _schemas(tables) -> list[str] | None:
+    """The databases a table filter can match, when it names them plainly (lets the library skip the rest)."""
+    if isinstance(tables, (set, frozenset)):
+        return sorted({db for db, _ in tables}) or None
+    spec = getattr(tables, "spec", None)
+    if not spec or not spec[0] or any(re.escape(p) != p for p in spec[0]):
+        return None
+    extra = [spec[4].split(".")[0]] if spec[4] else []
+    return sorted(set(spec[0]) | set(extra))
 
 
 def _texts(columns, names, values: Mapping[str, Any]) -> list[str | None]:
@@ -319,6 +335,28 @@ def _MariadbGtidStream(**kwargs):  # noqa: N802 (a class made on first use: the 
     return _gtid_stream_class()(**kwargs)
 
 
+REPLICA_NAME = "lakeconnect"
+
+
+def replica_conflicts(cur, server_id: int, span: int) -> list[str]:
+    """Replicas of this server (and the server itself) using a server id this connector's readers take
+    (`server_id` up to `server_id + span`)."""
+    out = []
+    cur.execute("SELECT @@server_id")
+    own = int(cur.fetchone()[0])
+    if server_id <= own <= server_id + span:
+        out.append(f"the server itself has server_id {own}")
+    try:
+        cur.execute("SHOW SLAVE HOSTS")
+        for row in cur.fetchall():
+            sid = int(row[0])
+            if server_id <= sid <= server_id + span:
+                out.append(f"replica {row[1] or '?'}:{row[2]} has server id {sid}")
+    except Exception:  # noqa: BLE001 - without the privilege to list replicas, nothing to check
+        pass
+    return out
+
+
 REQUIRED_GRANTS = ("SELECT", "RELOAD", "SHOW DATABASES", "REPLICATION SLAVE", "REPLICATION CLIENT")
 
 
@@ -354,4 +392,70 @@ def missing_grants(cur) -> list[str]:
     have = {g.strip() for g in global_grants.split(",")}
     aliases = {"REPLICATION CLIENT": {"REPLICATION CLIENT", "BINLOG MONITOR"},
                "REPLICATION SLAVE": {"REPLICATION SLAVE", "REPLICATION REPLICA"}}
-    return [g for g in REQUIRED_GRANTS if not (aliases.get(g, {g}) & have)]
+    # SELECT on the captured databases (not on *.*) is enough for snapshots.
+    any_select = any("SELECT" in {p.strip() for p in g.split(" ON ")[0].split(",")} or g.startswith("ALL PRIVILEGES")
+                     for g in text.split("GRANT ")[1:])
+    return [g for g in REQUIRED_GRANTS if not (aliases.get(g, {g}) & have) and not (g == "SELECT" and any_select)]
+
+
+# --- a consistent snapshot, read on an executor ---------------------------------------------------------
+
+SNAPSHOT_FORMAT = "lakeconnect_mysql_snapshot"
+SNAPSHOT_ROWS = "t int, seq long, after string"
+
+
+class SnapshotDataSource(DataSource):
+    """Every captured table's rows, read in ONE transaction opened WITH CONSISTENT SNAPSHOT, preceded by
+    the binlog position that transaction sees (row t = -1: [file, position]). Options: the connection
+    (SECRET_OPTION), `queries` (a JSON list: one SELECT per table giving one JSON_ARRAY column), `chunk`.
+    One Spark task: a transaction is one connection. Rows stream (an unbuffered cursor)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SNAPSHOT_FORMAT
+
+    def schema(self) -> str:
+        return SNAPSHOT_ROWS
+
+    def reader(self, schema) -> DataSourceReader:
+        return SnapshotReader(self.options)
+
+
+class SnapshotReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str]):
+        self.connection = json.loads(options[SECRET_OPTION])
+        self.queries = json.loads(options["queries"])
+        self.chunk = int(options.get("chunk", "10000"))
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(0)]
+
+    def read(self, partition) -> Iterator[Any]:
+        import pyarrow as pa
+        import pymysql
+        import pymysql.cursors
+
+        schema = pa.schema([("t", pa.int32()), ("seq", pa.int64()), ("after", pa.string())])
+        conn = pymysql.connect(**dict(self.connection), autocommit=True, charset="utf8mb4",
+                               cursorclass=pymysql.cursors.SSCursor)
+        try:
+            cur = conn.cursor()
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+            position = json.dumps([status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")])
+            yield pa.RecordBatch.from_pydict({"t": [-1], "seq": [0], "after": [position]}, schema=schema)
+            seq = 1
+            for t, sql in enumerate(self.queries):
+                cur.execute(sql)
+                while True:
+                    rows = cur.fetchmany(self.chunk)
+                    if not rows:
+                        break
+                    n = len(rows)
+                    yield pa.RecordBatch.from_pydict(
+                        {"t": [t] * n, "seq": list(range(seq, seq + n)), "after": [r[0] for r in rows]}, schema=schema)
+                    seq += n
+            cur.execute("COMMIT")
+        finally:
+            conn.close()

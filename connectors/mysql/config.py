@@ -41,6 +41,7 @@ TRUNCATE_PREFIX = "column.truncate.to."
 MASK_PREFIX = "column.mask.with."
 HASH_PREFIX = "column.mask.hash."
 PARALLEL_DECODE = "lakeconnect.binlog.parallel.decode"
+CHUNKS_PER_BATCH = "lakeconnect.incremental.snapshot.chunks.per.batch"
 
 INITIAL = "initial"
 WHEN_NEEDED = "when_needed"
@@ -120,6 +121,9 @@ def mysql_config_def() -> ConfigDef:
         .define(PARALLEL_DECODE, Type.BOOLEAN, True, importance=Importance.LOW,
                 doc="Decode the binlog files of a batch in parallel Spark tasks, one replica connection each "
                     "(server ids after database.server.id).", group="Events")
+        .define(CHUNKS_PER_BATCH, Type.INT, 16, Range.at_least(1), Importance.LOW,
+                doc="Incremental snapshot chunks (of incremental.snapshot.chunk.size rows each) one batch reads, "
+                    "in parallel Spark tasks.", group="Snapshot")
         .allow_prefix(SCHEMA_HISTORY_PREFIX)
         .allow_prefix(TRUNCATE_PREFIX)
         .allow_prefix(MASK_PREFIX)
@@ -206,3 +210,47 @@ def column_rules(config) -> list[tuple[str, Any, list[re.Pattern]]]:
 
 def history_keys_unused(config) -> list[str]:
     return sorted(k for k in config.originals if isinstance(k, str) and k.startswith(SCHEMA_HISTORY_PREFIX))
+
+
+class TableFilter:
+    """Which tables are captured: Debezium's database and table include/exclude lists (regular expressions
+    matching the whole `<db>` or `<db>.<table>`, case-insensitively), never the system databases; the
+    signalling table always. Picklable, and rebuilt from `to_json` on executors."""
+
+    def __init__(self, databases_in=(), databases_out=(), tables_in=(), tables_out=(), signal: str | None = None):
+        self.spec = [list(databases_in), list(databases_out), list(tables_in), list(tables_out), signal]
+        compile_ = lambda ps: [re.compile(p.strip(), re.IGNORECASE) for p in ps if p.strip()]  # noqa: E731
+        self._din, self._dout = compile_(databases_in), compile_(databases_out)
+        self._tin, self._tout = compile_(tables_in), compile_(tables_out)
+        self.signal = signal.lower() if signal else None
+
+    @classmethod
+    def of(cls, config) -> TableFilter:
+        return cls(config[DATABASE_INCLUDE] or [], config[DATABASE_EXCLUDE] or [], config[TABLE_INCLUDE] or [],
+                   config[TABLE_EXCLUDE] or [], config[SIGNAL_DATA_COLLECTION])
+
+    def to_json(self) -> list:
+        return self.spec
+
+    @classmethod
+    def from_json(cls, spec: list) -> TableFilter:
+        return cls(*spec)
+
+    def __contains__(self, item: tuple[str, str]) -> bool:
+        db, table = item
+        if self.signal and f"{db}.{table}".lower() == self.signal:
+            return True
+        return self.captures(db, table)
+
+    def captures(self, db: str, table: str) -> bool:
+        """A table whose changes become events (the signalling table only when it matches the lists too)."""
+        if db.lower() in SYSTEM_DATABASES:
+            return False
+        if self._din and not any(p.fullmatch(db) for p in self._din):
+            return False
+        if any(p.fullmatch(db) for p in self._dout):
+            return False
+        name = f"{db}.{table}"
+        if self._tin and not any(p.fullmatch(name) for p in self._tin):
+            return False
+        return not any(p.fullmatch(name) for p in self._tout)

@@ -1,0 +1,623 @@
+"""The MySQL CDC task: a batch is a snapshot, or the binlog from the committed offset to its end at plan time.
+
+Source partition `{"server": <topic.prefix>}`; offsets in Debezium's shape: `file`, `pos` (where the next
+batch starts: always a transaction boundary, the server's binlog end when the batch was planned),
+`gtids` (the GTID position there), `row`, `event` (0: batches end between transactions), `server_id`,
+`ts_sec`, and `snapshot` (true on the offset a snapshot batch commits).
+
+Snapshot (blocking, the first batch of modes initial, initial_only and when_needed): one query in a
+transaction opened WITH CONSISTENT SNAPSHOT reads every captured table and, in the same statement, the
+binlog position that transaction sees (MariaDB's `binlog_snapshot_file/position`): no lock is taken. The
+rows are staged at plan time into a Delta table named in the plan, so a batch resumed after a crash emits
+exactly the rows it planned. (MySQL 8 has no binlog_snapshot_* status: the MySQL way is a short
+`FLUSH TABLES WITH READ LOCK` around `START TRANSACTION WITH CONSISTENT SNAPSHOT` and `SHOW MASTER STATUS`,
+as Debezium does; this connector refuses to snapshot a server without the status and names that fix.)
+
+Streaming: plan takes the server's binlog end; read decodes (start, end] on executors (binlog.py), one
+Spark task per binlog file, and turns each table layout's rows into Debezium's events (events.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from connectors.mysql import binlog
+from connectors.mysql import config as C
+from connectors.mysql import incremental as inc
+from connectors.mysql.binlog import Position
+from connectors.mysql.events import Layout, TableEvents, heartbeat, schema_changes, shaping_of
+from connectors.mysql.types import from_catalog
+from ingest.api import PlannedRange, SourcePlan, SourceTask
+from ingest.errors import FatalError, LakeConnectError
+from ingest.records import RecordBatch
+from ingest.state.tables import canonical_json
+
+SNAPSHOT = "snapshot"
+MAX_SEGMENT_IDS = binlog.MAX_SEGMENT_IDS
+STREAM = "binlog"
+
+
+class MySqlSourceTask(SourceTask):
+    def __init__(self, config, context):
+        super().__init__(config, context)
+        self.prefix: str = config[C.TOPIC_PREFIX]
+        self.mode: str = C.snapshot_mode(config)
+        self.filter = C.TableFilter.of(config)
+        self.shaping = shaping_of(config)
+        self.server_id: int = int(config[C.SERVER_ID])
+        self._conn = None
+        self._checked = False
+        self._persisted: list[DataFrame] = []
+
+    # --- connection --------------------------------------------------------------------------------
+
+    def settings(self) -> dict[str, Any]:
+        return {"host": self.config[C.HOSTNAME], "port": int(self.config[C.PORT]), "user": self.config[C.USER],
+                "password": self.config.secret(C.PASSWORD) or "",
+                "connect_timeout": max(1, int(self.config[C.CONNECT_TIMEOUT_MS]) // 1000)}
+
+    def where(self) -> str:
+        return f"{self.config[C.HOSTNAME]}:{self.config[C.PORT]}"
+
+    def cursor(self):
+        if self._conn is None:
+            import pymysql
+
+            try:
+                self._conn = binlog.connect(self.settings())
+            except pymysql.MySQLError as e:
+                raise FatalError(f"cannot connect to {self.where()} as {self.config[C.USER]}: {_db_message(e)}; "
+                                 f"check {C.HOSTNAME}, {C.PORT}, {C.USER} and {C.PASSWORD}") from None
+        return self._conn.cursor()
+
+    def close(self) -> None:
+        for df in self._persisted:
+            df.unpersist()
+        self._persisted = []
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _check_server(self, cur) -> None:
+        if self._checked:
+            return
+        problems = binlog.server_problems(cur)
+        conflicts = binlog.replica_conflicts(cur, self.server_id, 1 + MAX_SEGMENT_IDS)
+        if conflicts:
+            problems.append(f"{C.SERVER_ID}={self.server_id} is taken ({'; '.join(conflicts)}): this connector reads "
+                            f"the binlog as server ids {self.server_id} to {self.server_id + 1 + MAX_SEGMENT_IDS}; "
+                            "choose a database.server.id no other replica or connector of this server uses")
+        if problems:
+            raise FatalError(f"MySQL server {self.where()} cannot be captured: " + "; ".join(problems))
+        self._checked = True
+
+    @property
+    def partition(self) -> dict[str, str]:
+        return {"server": self.prefix}
+
+    # --- plan ----------------------------------------------------------------------------------------
+
+    def plan(self, committed: Mapping[str, Any]) -> SourcePlan:
+        cur = self.cursor()
+        self._check_server(cur)
+        offset = committed.get(canonical_json(self.partition))
+        now_ms = int(time.time() * 1000)
+        if offset is None:
+            if self.mode in (C.INITIAL, C.INITIAL_ONLY, C.WHEN_NEEDED):
+                return self._plan_snapshot(cur, None, now_ms)
+            if self.mode == C.NEVER:  # Debezium: no snapshot, the binlog from its very beginning
+                first = binlog.binary_logs(cur)[0][0]
+                return self._plan_stream(cur, None, Position(first, 4), now_ms)
+            end = binlog.master_position(cur)  # schema_only (no_data), schema_only_recovery: from now on
+            return SourcePlan((PlannedRange(self.partition, None, self._offset(cur, end, now_ms)),),
+                              {"kind": STREAM, "segments": [], "ts_ms": now_ms})
+        if self.mode == C.INITIAL_ONLY:
+            return SourcePlan(())
+        start = self._resume_position(cur, offset)
+        if start is None:  # the binlog the offset points into is gone, and when_needed allows a new snapshot
+            return self._plan_snapshot(cur, offset, now_ms)
+        return self._plan_stream(cur, offset, start, now_ms)
+
+    def _resume_position(self, cur, offset: Mapping[str, Any]) -> Position | None:
+        start = Position(str(offset["file"]), int(offset["pos"]))
+        names = [name for name, _ in binlog.binary_logs(cur)]
+        if start.file in names:
+            return start
+        gtids = offset.get("gtids")
+        if gtids and binlog.is_mariadb(cur):
+            try:
+                found = binlog.locate_gtid(self.settings(), self.server_id, str(gtids))
+            except Exception as e:  # noqa: BLE001 - the server refuses GTIDs it no longer has
+                self.context.log.warning(f"cannot resume from GTID position {gtids}: {_db_message(e)}")
+                found = False
+            if found is None:  # nothing after the GTID position yet: resume at the end
+                return binlog.master_position(cur)
+            if found:
+                self.context.log.info(f"binlog file {start.file} is gone; resuming from GTID position {gtids} "
+                                      f"at {found.file}:{found.pos}")
+                return found
+        if self.mode == C.WHEN_NEEDED:
+            self.context.log.warning(f"binlog file {start.file} (the committed offset) has been purged: taking a "
+                                     "new snapshot (snapshot.mode=when_needed)")
+            return None
+        raise FatalError(
+            f"the binlog position the connector stopped at ({start.file}:{start.pos}) is no longer on "
+            f"{self.where()}: the file has been purged (oldest kept: {names[0] if names else 'none'})"
+            + (f" and GTID position {gtids} cannot be found" if gtids else "")
+            + ". Changes made since then are lost to the binlog. Set snapshot.mode=when_needed to take a new "
+              "snapshot, or reset the connector's offsets (`lakeconnect offsets reset`) to start over; nothing was "
+              "emitted or committed")
+
+    def _offset(self, cur, pos: Position, now_ms: int, snapshot: bool = False) -> dict[str, Any]:
+        gtids = binlog.gtid_at(cur, pos, binlog.is_mariadb(cur))
+        cur.execute("SELECT @@server_id")
+        out: dict[str, Any] = {"file": pos.file, "pos": pos.pos, "gtids": gtids, "row": 0, "event": 0,
+                               "server_id": int(cur.fetchone()[0]), "ts_sec": now_ms // 1000}
+        if snapshot:
+            out["snapshot"] = True
+        return out
+
+    def _plan_stream(self, cur, offset, start: Position, now_ms: int) -> SourcePlan:
+        state = self._signalled_state(cur, offset)
+        details: dict[str, Any] = {"kind": STREAM, "ts_ms": now_ms}
+        if state and not state.get("paused"):
+            state, chunks = self._plan_chunks(cur, state, now_ms)
+            if chunks:
+                details["incremental"] = chunks
+        end = binlog.master_position(cur)
+        changed = state != (offset or {}).get(inc.STATE)  # signals applied: commit the new state even so
+        if end <= start and not details.get("incremental") and not changed:
+            return SourcePlan(())
+        segments = binlog.segments(binlog.binary_logs(cur), start, end) if start < end else []
+        end_offset = self._offset(cur, end, now_ms)
+        if state:
+            end_offset[inc.STATE] = state
+        if offset and self.config[C.SIGNAL_DATA_COLLECTION]:  # the signals up to here are applied
+            end_offset[inc.SIGNALS_READ] = f"{offset['file']}:{offset['pos']}"
+        details["segments"] = [[s.index, s.file, s.start, s.end] for s in segments]
+        return SourcePlan((PlannedRange(self.partition, dict(offset) if offset else None, end_offset),), details)
+
+    # --- incremental snapshots -----------------------------------------------------------------------
+
+    def signals_path(self) -> str:
+        return os.path.join(self._root(), "signals")
+
+    def _signalled_state(self, cur, offset) -> dict | None:
+        """The incremental snapshot state: the offset's, with the signals the last batch found applied."""
+        state = (offset or {}).get(inc.STATE)
+        if not offset or not self.config[C.SIGNAL_DATA_COLLECTION]:
+            return state
+        if offset.get(inc.SIGNALS_READ) == f"{offset['file']}:{offset['pos']}":
+            return state  # a batch that only committed a new state: its range had no signals
+        from ingest.delta import read_arrow
+
+        found = read_arrow(self.signals_path(), filter=[("batch_file", "=", str(offset["file"])),
+                                                        ("batch_pos", "=", int(offset["pos"]))], missing_ok=True)
+        if found is None or found.num_rows == 0:
+            return state
+        tables = None
+        for row in sorted(found.to_pylist(), key=lambda r: r["seq"]):
+            signal = inc.parse(row["id"], row["type"], row["data"])
+            if isinstance(signal, str):
+                self.context.log.warning(signal)
+                continue
+            if signal is None:
+                continue
+            tables = tables if tables is not None else [t for t in self.tables(cur) if self.filter.captures(*t)]
+            state, warnings = inc.apply(state, signal, tables)
+            for w in warnings:
+                self.context.log.warning(w)
+            self.context.log.info(f"signal '{signal.id}' ({signal.type}) applied")
+        return state
+
+    def _plan_chunks(self, cur, state: dict, now_ms: int) -> tuple[dict | None, dict | None]:
+        """The next chunks of the table being snapshotted, staged between two watermarks; the new state."""
+        state = json.loads(json.dumps(state))
+        while state.get("current") is None and state["collections"]:
+            name = state["collections"].pop(0)["id"]
+            db, _, table = name.partition(".")
+            layout = self.layout(cur, db, table)
+            key = self._events(layout).key_positions
+            if not key:
+                self.context.log.warning(
+                    f"table {name} has no primary key: an incremental snapshot reads it in key order; add a "
+                    f"primary key, or name its key columns in {C.MESSAGE_KEY_COLUMNS} (the table was skipped)")
+                continue
+            cols = ", ".join(_q(layout.columns[i].name) for i in key)
+            cur.execute(f"SELECT {cols} FROM {_q(db)}.{_q(table)} ORDER BY "
+                        + ", ".join(f"{_q(layout.columns[i].name)} DESC" for i in key) + " LIMIT 1")
+            top = cur.fetchone()
+            if top is None:
+                self.context.log.info(f"incremental snapshot of {name}: the table is empty")
+                continue
+            state["current"] = {"id": name, "last": None, "max": [_jsonable(v) for v in top]}
+            self.context.log.info(f"incremental snapshot of {name} begins, up to key {state['current']['max']}")
+        current = state.get("current")
+        if current is None:
+            return (state if state["collections"] else None), None
+        db, _, table = current["id"].partition(".")
+        layout = self.layout(cur, db, table)
+        key = self._events(layout).key_positions
+        names = [_q(layout.columns[i].name) for i in key]
+        row = "(" + ", ".join(names) + ")" if len(names) > 1 else names[0]
+        lit = lambda values: ("(" + ", ".join(self._conn.escape(v) for v in values) + ")"  # noqa: E731
+                              if len(values) > 1 else self._conn.escape(values[0]))
+        upper = f"{row} <= {lit(current['max'])}"
+        lo, ranges, done = current["last"], [], False
+        size = int(self.config[C.INCREMENTAL_CHUNK_SIZE])
+        self._watermark(inc.WINDOW_OPEN, now_ms)
+        for _ in range(int(self.config[C.CHUNKS_PER_BATCH])):
+            where = " AND ".join(([f"{row} > {lit(lo)}"] if lo is not None else []) + [upper])
+            cur.execute(f"SELECT {', '.join(names)} FROM {_q(db)}.{_q(table)} WHERE {where} ORDER BY "
+                        f"{', '.join(names)} LIMIT 1 OFFSET {size - 1}")
+            hit = cur.fetchone()
+            if hit is None:
+                ranges.append(where)
+                done = True
+                break
+            hi = [_jsonable(v) for v in hit]
+            ranges.append(f"{where} AND {row} <= {lit(hi)}")
+            lo = hi
+            if hi == current["max"]:
+                done = True
+                break
+        path = os.path.join(self._root(), f"incremental-{now_ms}")
+        self._stage_chunks(layout, ranges, path)
+        self._watermark(inc.WINDOW_CLOSE, now_ms)
+        if done:
+            self.context.log.info(f"incremental snapshot of {current['id']}: last chunks read")
+            state["current"] = None
+        else:
+            state["current"] = {**current, "last": lo}
+        chunks = {"staged": path, "db": db, "table": table, "layout": layout.to_json(), "chunks": len(ranges)}
+        if state["current"] is None and not state["collections"]:
+            state = None
+        return state, chunks
+
+    def _watermark(self, kind: str, now_ms: int) -> None:
+        import uuid
+
+        db, _, table = str(self.config[C.SIGNAL_DATA_COLLECTION]).partition(".")
+        cur = self.cursor()
+        cur.execute(f"INSERT INTO {_q(db)}.{_q(table)} (id, type, data) VALUES (%s, %s, %s)",
+                    (f"{uuid.uuid4()}-{kind.rsplit('-', 1)[-1]}", kind, json.dumps({"ts_ms": now_ms})))
+
+    def _stage_chunks(self, layout: Layout, ranges: list[str], path: str) -> None:
+        """The chunks' rows (canonical texts), one Spark task per chunk, into a Delta table at `path`."""
+        from ingest.delta import write_dataframe
+
+        root = self._root()
+        for old in (os.listdir(root) if os.path.isdir(root) else []):
+            if old.startswith("incremental-"):
+                shutil.rmtree(os.path.join(root, old), ignore_errors=True)
+        cols = ", ".join(c.sql_text(_q(c.name)) for c in layout.columns)
+        source = (f"(SELECT JSON_ARRAY({cols}) AS after, {', '.join(_q(c.name) for c in layout.columns)} "
+                  f"FROM {_q(layout.db)}.{_q(layout.table)}) lc_chunk")
+        df = self._jdbc().jdbc(self._jdbc_url(), source, predicates=ranges, properties=self._jdbc_properties())
+        df = df.select(F.spark_partition_id().alias("chunk"), F.monotonically_increasing_id().alias("seq"),
+                       F.from_json("after", "array<string>").alias("after"))
+        write_dataframe(df, path, app_id=f"{self.context.connector}:incremental", version=1, mode="overwrite",
+                        schema_mode="overwrite")
+
+    def _jdbc_url(self) -> str:
+        # jdbc:mysql: makes Spark use its MySQL dialect (backquoted names); Debian's MariaDB driver takes it.
+        return f"jdbc:mysql://{self.config[C.HOSTNAME]}:{int(self.config[C.PORT])}/"
+
+    def _jdbc_properties(self) -> dict[str, str]:
+        return {"user": self.config[C.USER], "password": self.config.secret(C.PASSWORD) or "",
+                "driver": "org.mariadb.jdbc.Driver", "fetchsize": "10000"}
+
+    def _jdbc(self):
+        return self.context.spark.read
+
+    # --- snapshot ------------------------------------------------------------------------------------
+
+    def tables(self, cur) -> list[tuple[str, str]]:
+        cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE='BASE TABLE' "
+                    "ORDER BY TABLE_SCHEMA, TABLE_NAME")
+        return [(str(db), str(t)) for db, t in cur.fetchall() if (str(db), str(t)) in self.filter]
+
+    def layout(self, cur, db: str, table: str) -> Layout:
+        cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+                    "ORDER BY ORDINAL_POSITION", (db, table))
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        columns = tuple(from_catalog(r) for r in rows)
+        cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA=%s AND "
+                    "TABLE_NAME=%s AND CONSTRAINT_NAME='PRIMARY' ORDER BY ORDINAL_POSITION", (db, table))
+        by_name = [c.name for c in columns]
+        pk = tuple(by_name.index(str(r[0])) for r in cur.fetchall())
+        return Layout(db, table, columns, pk)
+
+    def _root(self) -> str:
+        return os.path.join(self.context.lake_root, "_connect", "mysql", self.context.connector)
+
+    def history_path(self) -> str:
+        return os.path.join(self._root(), "schema-history")
+
+    def _plan_snapshot(self, cur, offset, now_ms: int) -> SourcePlan:
+        cur.execute("SHOW STATUS LIKE 'binlog_snapshot_file'")
+        if not cur.fetchall():
+            raise FatalError(f"{self.where()} does not report binlog_snapshot_file (MariaDB does; MySQL does not): "
+                             "a consistent snapshot without a global lock is not possible there. Take the snapshot "
+                             "with snapshot.mode=schema_only after loading the tables another way, or use MariaDB")
+        tables = self.tables(cur)
+        layouts = [self.layout(cur, db, t) for db, t in tables] if self.mode != C.SCHEMA_ONLY else []
+        root = self._root()
+        for old in (os.listdir(root) if os.path.isdir(root) else []):  # earlier plans' (committed or abandoned)
+            if old.startswith("snapshot-"):
+                shutil.rmtree(os.path.join(root, old), ignore_errors=True)
+        path = os.path.join(root, f"snapshot-{now_ms}")
+        count, last_seq, pos = self._stage(layouts, path)
+        end = self._offset(cur, pos, now_ms, snapshot=True)
+        self.context.log.info(f"snapshot of {len(layouts)} tables staged: {count} rows, consistent with binlog "
+                              f"position {pos.file}:{pos.pos}")
+        return SourcePlan((PlannedRange(self.partition, dict(offset) if offset else None, end),),
+                          {"kind": SNAPSHOT, "ts_ms": now_ms, "staged": path, "count": count,
+                           "last_seq": last_seq,
+                           "tables": [[lay.db, lay.table, lay.to_json()] for lay in layouts]})
+
+    def _stage(self, layouts: list[Layout], path: str) -> tuple[int, int, Position]:
+        """Every table's rows and the matching binlog position, read in one consistent-snapshot transaction,
+        written to the Delta table at `path`: t (table index; -1 the position row), seq, after."""
+        from ingest.delta import write_dataframe
+
+        queries = [f"SELECT JSON_ARRAY({', '.join(c.sql_text(_q(c.name)) for c in lay.columns)}) "
+                   f"FROM {_q(lay.db)}.{_q(lay.table)}" for lay in layouts]
+        spark = self.context.spark
+        _register(spark)
+        s = self.settings()
+        s.pop("connect_timeout", None)
+        df = (spark.read.format(binlog.SNAPSHOT_FORMAT).option(binlog.SECRET_OPTION, json.dumps(s))
+              .option("queries", json.dumps(queries)).option("chunk", str(max(1000, self.config[C.MAX_BATCH_SIZE])))
+              .load()
+              .select("t", "seq", F.from_json("after", "array<string>").alias("after")))
+        write_dataframe(df, path, app_id=f"{self.context.connector}:snapshot", version=1, mode="overwrite",
+                        schema_mode="overwrite")
+        from ingest.delta import read_table
+
+        staged = read_table(self.context.spark, path)
+        row = staged.filter(F.col("t") == -1).select("after").first()
+        if row is None or row[0] is None or row[0][0] is None:
+            raise FatalError("the snapshot transaction saw no binlog_snapshot_file: binary logging is off")
+        stats = staged.filter(F.col("t") >= 0).agg(F.count("*"), F.max("seq")).first()
+        return int(stats[0]), int(stats[1] if stats[1] is not None else -1), Position(str(row[0][0]), int(row[0][1]))
+
+    # --- read ----------------------------------------------------------------------------------------
+
+    def read(self, plan: SourcePlan) -> list[RecordBatch]:
+        kind = plan.details.get("kind")
+        if kind == SNAPSHOT:
+            return self._read_snapshot(plan)
+        if not plan.details.get("segments"):
+            return []
+        return self._read_stream(plan)
+
+    def _read_snapshot(self, plan: SourcePlan) -> list[RecordBatch]:
+        from ingest.delta import read_table
+
+        d = plan.details
+        if not d["tables"]:
+            return []
+        staged = read_table(self.context.spark, d["staged"]).filter(F.col("t") >= 0)
+        pos = plan.ranges[0].end
+        ts_ms = int(d["ts_ms"])
+        last_seq = int(d["last_seq"])  # the snapshot's last event says snapshot=last
+        rows = staged.select(
+            "t", F.col("seq"), F.lit("r").alias("op"), F.lit(None).cast("array<string>").alias("before"), "after",
+            F.lit(ts_ms).cast("long").alias("src_ts_ms"),
+            F.when(F.col("seq") == last_seq, F.lit("last")).otherwise(F.lit("true")).alias("snap"),
+            F.lit(pos["file"]).alias("file"), F.lit(int(pos["pos"])).cast("long").alias("pos"),
+            F.lit(0).alias("row"), F.lit(0).cast("long").alias("server_id"), F.lit(None).cast("string").alias("gtid"),
+            F.lit(None).cast("long").alias("thread"), F.lit(None).cast("string").alias("query"))
+        batches = []
+        for i, (db, table, text) in enumerate(d["tables"]):
+            events = self._events(Layout.from_json(db, table, text))
+            batches.append(events.records(rows.filter(F.col("t") == i).drop("t"), ts_ms, self.prefix))
+        return batches
+
+    def _events(self, layout: Layout) -> TableEvents:
+        try:
+            return TableEvents(layout, self.shaping)
+        except KeyError as e:
+            raise FatalError(str(e.args[0])) from None
+
+    def _read_stream(self, plan: SourcePlan) -> list[RecordBatch]:
+        spark = self.context.spark
+        _register(spark)
+        d = plan.details
+        s = self.settings()
+        s.pop("connect_timeout", None)
+        df = (spark.read.format(binlog.FORMAT)
+              .option(binlog.SECRET_OPTION, json.dumps(s))
+              .option("server_id", str(self.server_id))
+              .option("segments", json.dumps(d["segments"]))
+              .option("tables", json.dumps(self.filter.to_json()))
+              .option("chunk", str(self.config[C.MAX_BATCH_SIZE]))
+              .option("query", "true" if self.config[C.INCLUDE_QUERY] else "false")
+              .load())
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(df)
+        # One pass decodes (and keeps) the range; what the driver takes from it is small: a row per table
+        # layout and per DDL statement.
+        meta = df.filter((F.col("kind") == "tablemap") | ((F.col("kind") == "ddl") & F.col("query").rlike(DDL_PATTERN))) \
+            .select("kind", "seq", "db", "tbl", "tm", "query", "file", "pos", "gtid", "server_id", "ts_sec", "thread") \
+            .collect()
+        maps = [m for m in meta if m["kind"] == "tablemap"]
+        ddl_rows = sorted((m for m in meta if m["kind"] == "ddl"), key=lambda m: m["seq"])
+        ts_ms = int(d["ts_ms"])
+        if ddl_rows:
+            self._record_history(ddl_rows, plan.ranges[0].end)
+        rows = df.filter(F.col("kind") == "row").select(
+            "tm", "db", "tbl", "seq", "op", "before", "after", (F.col("ts_sec") * 1000).alias("src_ts_ms"),
+            F.lit(None).cast("string").alias("snap"), "file", "pos", "row", "server_id", "gtid", "thread", "query")
+        batches = []
+        seen = set()
+        for m in maps:
+            if m["tm"] in seen:
+                continue
+            seen.add(m["tm"])
+            layout = Layout.from_json(m["db"], m["tbl"], m["query"])
+            if self._is_signal_table(layout.db, layout.table):
+                self._record_signals(rows.filter(F.col("tm") == m["tm"]), layout, plan.ranges[0].end)
+            if not self.filter.captures(layout.db, layout.table):
+                continue
+            events = self._events(layout)
+            batches.append(events.records(rows.filter(F.col("tm") == m["tm"]).drop("tm", "db", "tbl"), ts_ms,
+                                          self.prefix))
+        if d.get("incremental"):
+            batches.append(self._chunk_records(d["incremental"], rows, plan, len(d["segments"])))
+        if self.config[C.INCLUDE_SCHEMA_CHANGES]:
+            # A statement's database is its session's current one.
+            captured = [m for m in ddl_rows if _db_only(self.filter, m["db"])]
+            if captured:
+                ddl = spark.createDataFrame(captured, schema=DDL_ROWS)
+                batches.append(schema_changes(ddl, self.prefix, ts_ms))
+        if int(self.config[C.HEARTBEAT_INTERVAL_MS]) > 0:
+            batches.append(heartbeat(spark, f"{self.config[C.HEARTBEAT_PREFIX]}.{self.prefix}", self.prefix, ts_ms))
+        return batches
+
+    def _is_signal_table(self, db: str, table: str) -> bool:
+        signal = self.config[C.SIGNAL_DATA_COLLECTION]
+        return bool(signal) and f"{db}.{table}".lower() == str(signal).lower()
+
+    def _record_signals(self, rows: DataFrame, layout: Layout, end: Mapping[str, Any]) -> None:
+        """The signal rows inserted in this batch, for the next batch's plan (few rows: collected)."""
+        import pyarrow as pa
+
+        from ingest.delta import append_arrow
+
+        names = [c.name.lower() for c in layout.columns]
+        if not {"id", "type", "data"} <= set(names):
+            self.context.log.warning(f"signalling table {layout.db}.{layout.table} has columns {', '.join(names)}; "
+                                     "expected id, type and data (signals were ignored)")
+            return
+        i, t, d = names.index("id"), names.index("type"), names.index("data")
+        found = [(r["seq"], r["after"][i], r["after"][t], r["after"][d]) for r in
+                 rows.filter(F.col("op") == "c").select("seq", "after").collect()
+                 if r["after"][t] not in (inc.WINDOW_OPEN, inc.WINDOW_CLOSE)]
+        if not found:
+            return
+        table = pa.table({"batch_file": [str(end["file"])] * len(found), "batch_pos": [int(end["pos"])] * len(found),
+                          "seq": [f[0] for f in found], "id": [f[1] for f in found], "type": [f[2] for f in found],
+                          "data": [f[3] for f in found]}, schema=_signals_schema())
+        version = (binlog._file_number(str(end["file"])) << 32) | int(end["pos"])
+        append_arrow(self.signals_path(), table, app_id=f"{self.context.connector}:signals", version=version)
+
+    def _chunk_records(self, chunk: Mapping[str, Any], rows: DataFrame, plan: SourcePlan, segments: int) -> RecordBatch:
+        """The staged chunk rows no event of this batch touched, as `r` events after the batch's events."""
+        from ingest.delta import read_table
+
+        layout = Layout.from_json(chunk["db"], chunk["table"], chunk["layout"])
+        events = self._events(layout)
+        key = events.key_positions
+        touched = rows.filter((F.col("db") == layout.db) & (F.col("tbl") == layout.table))
+        keys = touched.select(F.array(*[F.col("before")[i] for i in key]).alias("k")).union(
+            touched.select(F.array(*[F.col("after")[i] for i in key]).alias("k"))).distinct()
+        staged = read_table(self.context.spark, chunk["staged"])
+        staged = staged.withColumn("k", F.array(*[F.col("after")[i] for i in key]))
+        kept = staged.join(keys, on="k", how="left_anti").drop("k")
+        end = plan.ranges[0].end
+        ts_ms = int(plan.details["ts_ms"])
+        chunk_rows = kept.select(
+            ((F.lit(segments).cast("long") * (1 << binlog.SEGMENT_BITS)) + F.col("seq")).alias("seq"),
+            F.lit("r").alias("op"), F.lit(None).cast("array<string>").alias("before"), "after",
+            F.lit(ts_ms).cast("long").alias("src_ts_ms"), F.lit("incremental").alias("snap"),
+            F.lit(str(end["file"])).alias("file"), F.lit(int(end["pos"])).cast("long").alias("pos"),
+            F.lit(0).alias("row"), F.lit(0).cast("long").alias("server_id"), F.lit(None).cast("string").alias("gtid"),
+            F.lit(None).cast("long").alias("thread"), F.lit(None).cast("string").alias("query"))
+        return events.records(chunk_rows, ts_ms, self.prefix)
+
+    def _record_history(self, ddl: list, end: Mapping[str, Any]) -> None:
+        """Each DDL statement of the batch, with where it is in the binlog, into the schema history table;
+        once per batch whatever crashes come (the commit carries the batch's end position as version)."""
+        import pyarrow as pa
+
+        from ingest.delta import append_arrow
+
+        table = pa.table({
+            "server": [self.prefix] * len(ddl), "seq": [m["seq"] for m in ddl], "file": [m["file"] for m in ddl],
+            "pos": [m["pos"] for m in ddl], "gtid": [m["gtid"] for m in ddl],
+            "server_id": [m["server_id"] for m in ddl], "ts_ms": [m["ts_sec"] * 1000 for m in ddl],
+            "database": [m["db"] for m in ddl], "ddl": [m["query"] for m in ddl]},
+            schema=pa.schema([("server", pa.string()), ("seq", pa.int64()), ("file", pa.string()),
+                              ("pos", pa.int64()), ("gtid", pa.string()), ("server_id", pa.int64()),
+                              ("ts_ms", pa.int64()), ("database", pa.string()), ("ddl", pa.string())]))
+        version = (binlog._file_number(str(end["file"])) << 32) | int(end["pos"])
+        append_arrow(self.history_path(), table, app_id=f"{self.context.connector}:schema-history", version=version)
+
+    def explain(self, error: Exception, plan: SourcePlan) -> Exception | None:
+        text = str(error)
+        if "pymysql" not in text and "MySQL" not in text and "mariadb" not in text.lower():
+            return None
+        what = "the snapshot" if plan.details.get("kind") == SNAPSHOT else "the binlog"
+        return FatalError(f"reading {what} of {self.where()} failed: {_first_line(text)}. Nothing of this batch was "
+                          "committed: the next run reads the same range again")
+
+
+DDL_ROWS = ("kind string, seq long, db string, tbl string, tm string, query string, file string, pos long, "
+            "gtid string, server_id long, ts_sec long, thread long")
+DDL_PATTERN = r"(?is)^\s*(/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\s"
+
+
+def _db_only(table_filter: C.TableFilter, db: str | None) -> bool:
+    """Whether `db` is one of the captured databases (database lists only)."""
+    if not db or db.lower() in C.SYSTEM_DATABASES:
+        return False
+    din, dout = table_filter._din, table_filter._dout
+    if din:
+        return any(p.fullmatch(db) for p in din)
+    return not any(p.fullmatch(db) for p in dout)
+
+
+def _signals_schema():
+    import pyarrow as pa
+
+    return pa.schema([("batch_file", pa.string()), ("batch_pos", pa.int64()), ("seq", pa.int64()),
+                      ("id", pa.string()), ("type", pa.string()), ("data", pa.string())])
+
+
+def _jsonable(v: Any) -> Any:
+    """A key value as the offset keeps it: numbers as they are, anything else as its text."""
+    if isinstance(v, (int, float, str)) or v is None:
+        return v
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", "replace")
+    return str(v)
+
+
+def _register(spark) -> None:
+    if not getattr(spark, "_lakeconnect_binlog", False):
+        spark.dataSource.register(binlog.BinlogDataSource)
+        spark.dataSource.register(binlog.SnapshotDataSource)
+        spark._lakeconnect_binlog = True
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _db_message(e: Exception) -> str:
+    args = getattr(e, "args", ())
+    if len(args) >= 2 and isinstance(args[0], int):
+        return f"{args[1]} (error {args[0]})"
+    return str(e) or type(e).__name__
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return text[:500]
+
+
+__all__ = ["MySqlSourceTask", "LakeConnectError"]

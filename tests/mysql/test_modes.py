@@ -1,0 +1,42 @@
+"""The snapshot modes not covered elsewhere: `never` reads the binlog from its oldest file (no snapshot),
+`initial_only` takes the snapshot and then nothing more, `no_data` (schema_only) starts at the binlog's
+end, and `recovery` (schema_only_recovery) resumes from its offsets."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.mysql._cdc import Db, connector_config, create, payloads, run
+
+
+@pytest.fixture
+def db(services):
+    name = f"lc_cdc_modes_{uuid.uuid4().hex[:8]}"  # `never` reads the whole binlog: a name no earlier run used
+    db = Db(services).fresh(name)
+    db("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    yield db
+    db(f"DROP DATABASE IF EXISTS {name}")
+    db.close()
+
+
+@pytest.mark.parametrize(("mode", "first", "later"), [
+    ("never", [(1, "c"), (2, "c")], [(3, "c")]),
+    ("initial_only", [(1, "r"), (2, "r")], []),
+    ("no_data", [], [(3, "c")]),
+    ("recovery", [], [(3, "c")]),
+])
+def test_snapshot_modes(tmp_path, services, db, mode, first, later):
+    topic = f"modes.{db.database}.t"
+    worker = create(tmp_path, "cdc", connector_config(services, **{
+        "topic.prefix": "modes", "database.include.list": db.database, "table.include.list": f"{db.database}.t",
+        "snapshot.mode": mode}))
+    run(worker, "cdc")
+    lake = tmp_path / "lake"
+    seen = lambda: [(k["id"], v["op"]) for k, v in payloads(lake, topic)] if (lake / "topics" / topic).exists() \
+        else []  # noqa: E731
+    assert seen() == first
+    db("INSERT INTO t VALUES (3, 'c')")
+    run(worker, "cdc")
+    assert seen() == first + later
