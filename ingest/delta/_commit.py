@@ -18,14 +18,14 @@ no add action, so readers never see them, and the retried batch writes and commi
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from ingest.delta._files import DataFile, FileSpec
 from ingest.delta._table import (
@@ -227,16 +227,28 @@ def commit_files(
     files: list[DataFile],
     *,
     commit_metadata: Mapping[str, Any] | None = None,
+    removes: Sequence[DataFile] = (),
 ) -> WriteResult | None:
-    """ONE commit adding `files`, with the plan's app transaction; None if a twin committed it first."""
+    """ONE commit adding `files`, with the plan's app transaction; None if a twin committed it first.
+
+    `removes`: files of the snapshot at `plan.expected_version` that the same commit removes (a rewrite:
+    MERGE). Only a write pinned to the version it read may remove files: a rewrite computed from one
+    snapshot cannot be rebased onto another without reading it again.
+    """
+    if removes and plan.expected_version is None:
+        raise ValueError("removing files needs expected_version: the snapshot the rewrite was computed from")
     now_ms = int(time.time() * 1000)
-    adds = [AddAction(f.path, f.size, f.partition_values, now_ms, True, f.stats) for f in files]
+    adds: list[AddAction | RemoveAction] = [
+        AddAction(f.path, f.size, f.partition_values, now_ms, True, f.stats) for f in files]
+    adds += [RemoveAction(f.path, True, now_ms, f.size, dict(f.partition_values)) for f in removes]
     uri = plan.table_uri
     lost = 0  # races lost so far: back off before trying again
     for _ in range(MAX_COMMIT_ATTEMPTS):
         if lost:
             time.sleep(min(0.05 * 2**lost, 1.0))
         dt = open_table(uri, plan.storage_options)
+        if dt is None and removes:
+            raise RetriableError(f"Delta table at {uri} disappeared while a rewrite of its files was written")
         if dt is None:
             try:
                 create_table_with_add_actions(
@@ -300,3 +312,31 @@ def commit_files(
         f"gave up committing to {uri} after {MAX_COMMIT_ATTEMPTS} attempts lost to concurrent writers; "
         "the batch will be tried again."
     )
+
+
+def add_columns(
+    table_uri: str,
+    schema: pa.Schema,
+    storage_options: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Add the columns of `schema` that the table lacks (nullable), in a commit of their own, before a
+    write pinned to a version (which cannot change the schema itself). StateError when a column's type
+    differs from the table's. The names added; none when the table does not exist yet."""
+    uri = normalize_uri(table_uri)
+    schema = writable_arrow_schema(schema)
+    for _ in range(MAX_COMMIT_ATTEMPTS):
+        dt = open_table(uri, storage_options)
+        if dt is None:
+            return []
+        _, new = _schema_for_commit(dt, uri, schema, "append", "merge")
+        if not new:
+            return []
+        try:
+            dt.alter.add_columns(new)
+            return [f.name for f in new]
+        except (CommitFailedError, DeltaError) as e:
+            if isinstance(e, CommitFailedError) or "already exists" in str(e).lower():
+                continue  # a concurrent commit: look again
+            raise StateError(f"cannot add columns {[f.name for f in new]} to {uri}: {first_line(e)}") from e
+    raise RetriableError(f"gave up adding columns to {uri} after {MAX_COMMIT_ATTEMPTS} attempts lost to "
+                         "concurrent writers; the batch will be tried again.")

@@ -47,6 +47,7 @@ class DeltaFilesReader(DataSourceReader):
         self.table_uri = options["table_uri"]
         self.storage_options = json.loads(options.get(STORAGE_OPTION) or "{}") or None
         self.files = json.loads(options["files"])
+        self.file_column = options.get("file_column") or None
         self.schema = schema
 
     def partitions(self) -> list[FilePartition]:
@@ -64,12 +65,16 @@ class DeltaFilesReader(DataSourceReader):
         with fs.open_input_file(partition.path) as f:
             pf = pq.ParquetFile(f)
             present = set(pf.schema_arrow.names)
-            data_cols = [c for c in target.names if c in present and c not in partition.values]
+            data_cols = [c for c in target.names
+                         if c in present and c not in partition.values and c != self.file_column]
+            name = partition.path.rsplit("/", 1)[-1]
             for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=data_cols):
                 n = batch.num_rows
                 arrays = []
                 for field in target:
-                    if field.name in partition.values:
+                    if field.name == self.file_column:
+                        arrays.append(pa.array([name] * n, field.type))
+                    elif field.name in partition.values:
                         value = partition.values[field.name]
                         arrays.append(pa.array([value] * n, pa.string()).cast(field.type))
                     elif field.name in present:
@@ -85,7 +90,9 @@ def read_remote_files(
     schema: StructType,
     files: list[tuple[str, dict[str, str | None]]],
     storage_options: Mapping[str, str] | None,
+    file_column: str | None = None,
 ) -> DataFrame:
+    """`file_column`, a string column of `schema`: each row's file name."""
     spark.dataSource.register(DeltaFilesDataSource)
     return (
         spark.read.format(FORMAT)
@@ -93,6 +100,7 @@ def read_remote_files(
         .option("table_uri", table_uri)
         .option(STORAGE_OPTION, json.dumps(dict(storage_options or {})))
         .option("files", json.dumps(files))
+        .option("file_column", file_column or "")
         .load()
     )
 

@@ -3,6 +3,7 @@ removed from the log stay on disk until vacuumed, and orphans of crashed writes 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -13,6 +14,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 from deltalake.exceptions import DeltaError
 
+from ingest.delta._files import DataFile
 from ingest.delta._table import (
     first_line,
     is_local,
@@ -55,6 +57,30 @@ def active_files(
     return out
 
 
+def snapshot_files(dt: DeltaTable, table_uri: str) -> list[DataFile]:
+    """Every file of the snapshot as the log holds it (path relative to the root unless absolute, not
+    URL-encoded; partition values in the log's string form), with its statistics (`minValues`,
+    `maxValues`, `numRecords` JSON; dates and timestamps as text): what a rewrite removes."""
+    from ingest.delta._files import partition_value_string
+
+    try:
+        actions = pa.table(dt.get_add_actions(flatten=False)).to_pylist()
+    except (DeltaError, OSError, ValueError) as e:
+        raise StateError(f"cannot list the files of Delta table at {table_uri}: {first_line(e)}") from e
+    out = []
+    for a in actions:
+        values = {k: partition_value_string(v) for k, v in (a.get("partition") or {}).items()}
+        stats = json.dumps({"numRecords": a["num_records"], "minValues": a.get("min") or {},
+                            "maxValues": a.get("max") or {}}, default=str)
+        out.append(DataFile(unquote(a["path"]), a["size_bytes"], values, a["num_records"] or 0, stats))
+    return out
+
+
+def file_name(path: str) -> str:
+    """The last part of a data file's path: what `read_table(file_column=...)` gives each row."""
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
 def read_table(
     spark: SparkSession,
     table_uri: str,
@@ -63,6 +89,8 @@ def read_table(
     columns: Sequence[str] | None = None,
     partition_filters: Any = None,
     storage_options: Mapping[str, str] | None = None,
+    files: Sequence[str] | None = None,
+    file_column: str | None = None,
 ) -> DataFrame:
     """The table (at `version`, default latest) as a DataFrame with the table's schema.
 
@@ -70,6 +98,10 @@ def read_table(
     or a SQL predicate string); filters on data columns prune by file statistics only, so filter rows
     afterwards too. Local tables are scanned by Spark's Parquet reader; tables on object stores by
     Python tasks through delta-rs's object store (Spark has no Hadoop object-store jars here).
+
+    `files`: read only these files of the snapshot (their log paths, as `snapshot_files` gives them).
+    `file_column`: add a string column with each row's file name (`file_name` of its path; writers name
+    files with a uuid, so a name is unique in a table): how a MERGE finds the files holding its keys.
     """
     from pyspark.sql import functions as F
 
@@ -82,16 +114,34 @@ def read_table(
         if unknown:
             raise StateError(f"Delta table at {uri} has no column(s) {unknown}; its columns are {names}")
     partition_cols = list(dt.metadata().partition_columns)
+    only = files
     files = active_files(dt, uri, partition_filters)
+    if only is not None:
+        absolute = {p if "://" in p or p.startswith("/") else f"{uri}/{p}" for p in only}
+        files = [f for f in files if f[0] in absolute]
     wanted = list(columns) if columns is not None else names
+    if file_column is not None:
+        if file_column in names:
+            raise ValueError(f"file_column {file_column!r} is a column of Delta table at {uri}")
+        from pyspark.sql.types import StringType, StructField
+
+        schema = schema.__class__([*schema.fields, StructField(file_column, StringType(), True)])
+        wanted = [*wanted, file_column]
     if not files:
-        return spark.createDataFrame([], schema).select(*wanted)
+        return spark.createDataFrame([], schema).select(*[F.col(f"`{c}`") for c in wanted])
     if not is_local(uri):
-        return _remote_scan(spark, uri, schema, files, storage_options).select(*[F.col(f"`{c}`") for c in wanted])
-    data_schema = schema.__class__([f for f in schema.fields if f.name not in partition_cols])
+        return _remote_scan(spark, uri, schema, files, storage_options, file_column).select(
+            *[F.col(f"`{c}`") for c in wanted])
+    data_schema = schema.__class__([f for f in schema.fields
+                                    if f.name not in partition_cols and f.name != file_column])
     reader = spark.read.schema(data_schema).option("mergeSchema", "false")
+    # Spark gives each row's file as a URI (percent-encoded): its last part is the file's name as written,
+    # for the plain names writers give (checked by the caller where it matters).
+    name_col = [F.substring_index(F.col("_metadata.file_path"), "/", -1).alias(file_column)] if file_column else []
     if not partition_cols:
-        return reader.parquet(*[p for p, _ in files]).select(*wanted)
+        scan = reader.parquet(*[p for p, _ in files])
+        return scan.select(*[F.col(f"`{c}`") for c in data_schema.names], *name_col).select(
+            *[F.col(f"`{c}`") for c in wanted])
 
     types = {f.name: f.dataType for f in schema.fields}
     groups: dict[tuple, list[str]] = defaultdict(list)
@@ -101,17 +151,17 @@ def read_table(
     if len(groups) <= UNION_LIMIT or not _names_unique_and_plain(files):
         scans = [
             reader.parquet(*paths).select(
-                *data_cols, *[F.lit(v).cast(types[c]).alias(c) for c, v in zip(partition_cols, key)]
+                *data_cols, *[F.lit(v).cast(types[c]).alias(c) for c, v in zip(partition_cols, key)], *name_col
             )
             for key, paths in groups.items()
         ]
         df = reduce(lambda a, b: a.unionByName(b), scans)
     else:
-        df = _joined_scan(spark, reader, files, partition_cols, types)
+        df = _joined_scan(spark, reader, files, partition_cols, types, file_column)
     return df.select(*[F.col(f"`{c}`") for c in wanted])
 
 
-def _remote_scan(spark, uri, schema, files, storage_options) -> DataFrame:
+def _remote_scan(spark, uri, schema, files, storage_options, file_column=None) -> DataFrame:
     from ingest.delta._source import partition_strings, read_remote_files
 
     prefix = f"{uri}/"
@@ -120,7 +170,7 @@ def _remote_scan(spark, uri, schema, files, storage_options) -> DataFrame:
         if not path.startswith(prefix):
             raise StateError(f"Delta table at {uri} lists a file outside the table ({path}); cannot read it remotely")
         relative.append((path[len(prefix):], partition_strings(values)))
-    return read_remote_files(spark, uri, schema, relative, storage_options)
+    return read_remote_files(spark, uri, schema, relative, storage_options, file_column)
 
 
 def _join_key(path: str) -> str:
@@ -133,7 +183,7 @@ def _names_unique_and_plain(files: list[tuple[str, dict[str, Any]]]) -> bool:
     return len(set(keys)) == len(keys) and all(_PLAIN_KEY.fullmatch(k) for k in keys)
 
 
-def _joined_scan(spark, reader, files, partition_cols, types) -> DataFrame:
+def _joined_scan(spark, reader, files, partition_cols, types, file_column=None) -> DataFrame:
     """One scan of many files, partition values joined on by file from a broadcast table.
 
     The join key is the file's parent directory and name, which the caller checked are unique and
@@ -155,4 +205,6 @@ def _joined_scan(spark, reader, files, partition_cols, types) -> DataFrame:
     lookup = spark.createDataFrame(rows, lookup_schema).select(
         _FILE_COL, *[F.col(c).cast(types[c]).alias(c) for c in partition_cols]
     )
+    if file_column:
+        scan = scan.withColumn(file_column, F.substring_index(F.col(_FILE_COL), "/", -1))
     return scan.join(F.broadcast(lookup), _FILE_COL, "inner").drop(_FILE_COL)

@@ -41,6 +41,7 @@ def write_dataframe(
     opaque: Sequence[str] = (),
     check_files: Callable[[list[DataFile]], None] | None = None,
     single_partition: Mapping[str, str] | None = None,
+    remove: Sequence[DataFile] = (),
 ) -> WriteResult | None:
     """Write `df` to the Delta table at `table_uri` in ONE commit carrying `(app_id, version)`.
 
@@ -66,9 +67,14 @@ def write_dataframe(
 
     `check_files` sees the written files before the commit; if it raises, nothing is committed and the
     files of a local table are removed (a remote table's are left unreferenced, for vacuum).
+
+    `remove`: files of the table (from `snapshot_files` at `expected_version`, which it needs) that the
+    same commit removes: a rewrite such as a MERGE replaces them with the files of `df`.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    if remove and expected_version is None:
+        raise ValueError("remove needs expected_version: the table version whose files are rewritten")
     plan = plan_write(
         table_uri,
         arrow_schema_of_spark(df.schema),
@@ -97,7 +103,7 @@ def write_dataframe(
         except BaseException:
             _remove(plan, files)
             raise
-    return commit_files(plan, files, commit_metadata=commit_metadata)
+    return commit_files(plan, files, commit_metadata=commit_metadata, removes=remove)
 
 
 def _remove(plan: WritePlan, files: list[DataFile]) -> None:

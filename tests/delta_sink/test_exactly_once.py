@@ -1,0 +1,75 @@
+"""Kill the Delta table sink at every step of a batch, and between its table commits; run again; the
+tables and offsets must be those of a run that never crashed.
+
+The batch is the second of the connector: its MERGE rewrites files the first batch wrote, into two
+tables (two topics), so a crash can fall after the new files are written (`delta-files`) or between
+the two tables' commits (`delta-commit`). The kill is real (os._exit in a CLI process); the run after
+it is made in this process, to spare a JVM start.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from connectors.delta_sink.sink import FILES_WRITTEN, TABLE_COMMITTED
+from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS
+from tests.conftest import cli, write_worker
+from tests.delta_sink._support import committed_offsets, make_worker, produce, sink_config, worker_of
+from tests.delta_sink.test_debezium import FIRST, SECOND
+
+TOPICS = ("inventory.customers", "inventory.archive")
+CRASHES = [*SINK_STEPS, f"{FILES_WRITTEN}:1", f"{TABLE_COMMITTED}:1"]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory, spark) -> Path:
+    """A lake after the first batch, with the second batch's records in the topics."""
+    root = tmp_path_factory.mktemp("delta-eo")
+    worker_file = make_worker(root)
+    for topic in TOPICS:
+        produce(spark, worker_file, topic, FIRST)
+    worker = worker_of(worker_file)
+    worker.create("cdc", sink_config("cdc", topics=",".join(TOPICS), **{
+        "insert.mode": "upsert", "pk.mode": "record_key"}))
+    worker.run("cdc")
+    for topic in TOPICS:
+        produce(spark, worker_file, topic, SECOND, version=2)
+    return root / "lake"
+
+
+def _copy(prepared: Path, root: Path) -> Path:
+    shutil.copytree(prepared, root / "lake")
+    return write_worker(root / "worker.properties", root / "lake")
+
+
+def _state(worker_file: Path):
+    lake = Path(worker_of(worker_file).lake_root)
+    tables = {}
+    for topic in TOPICS:
+        dt = DeltaTable(str(lake / "tables" / topic))
+        rows = sorted(tuple(r.values()) for r in dt.to_pyarrow_table().to_pylist())
+        tables[topic] = (rows, dt.version(), dt.transaction_version("connect-cdc:task-0"))
+    return tables, committed_offsets(worker_file, "cdc")
+
+
+@pytest.fixture(scope="module")
+def baseline(prepared, tmp_path_factory):
+    worker_file = _copy(prepared, tmp_path_factory.mktemp("delta-eo-clean"))
+    worker_of(worker_file).run("cdc")
+    state = _state(worker_file)
+    assert all(len(rows) == 5 for rows, _, _ in state[0].values())
+    return state
+
+
+@pytest.mark.parametrize("crash", CRASHES)
+def test_crash_at_each_step_then_run_again(tmp_path, prepared, baseline, crash):
+    worker_file = _copy(prepared, tmp_path)
+    r = cli("run", "cdc", worker=worker_file, env={"LAKECONNECT_CRASH_AT": crash})
+    assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
+    reports = worker_of(worker_file).run("cdc")
+    assert reports[0].resumed or crash == "done"  # after "done" the batch is complete: nothing to resume
+    assert _state(worker_file) == baseline
