@@ -13,9 +13,10 @@ services-down:
 	bash tests/services/down.sh
 
 # services-down always runs (also when up.sh or pytest fails); the exit status is pytest's.
+# tests/services/pytest.sh: most tests on two workers, then the MySQL CDC tests alone.
 test: setup
 	@trap 'bash tests/services/down.sh' EXIT; trap 'exit 130' INT TERM; \
-	bash tests/services/up.sh && .venv/bin/python -m pytest $(PYTEST_ARGS)
+	bash tests/services/up.sh && bash tests/services/pytest.sh $(PYTEST_ARGS)
 
 demo: setup
 	.venv/bin/lakeconnect demo

@@ -1,5 +1,5 @@
-"""The JDBC source on MariaDB and PostgreSQL, killed after every step of a batch (each of the four modes
-on both; compared with a run that never crashed), and names that carry SQL.
+"""The JDBC source on MariaDB and PostgreSQL, killed after every step of a batch (compared with a run that
+never crashed), and names that carry SQL.
 
 Each crash test costs about a dozen CLI runs (one Spark start each): the second batch is killed after
 each step in turn, each run resuming the batch the previous one left, rather than one test per step.
@@ -17,9 +17,13 @@ from tests.jdbc._books import (
 )
 
 
-# Every mode on every database (SQLite's in test_source_sqlite.py).
-SERVER_MODES = [(kind, mode) for kind in ("mariadb", "postgres")
-                for mode in ("bulk", "incrementing", "timestamp", "timestamp+incrementing")]
+# Each mode is killed at every step on one database: bulk, incrementing and timestamp on SQLite
+# (test_source_sqlite.py), timestamp+incrementing on MariaDB, incrementing also on PostgreSQL. A crash
+# chain costs about a dozen Spark starts (~2 min), and the whole matrix on every database (12 chains) did
+# not fit CI's time with the other connectors' chains; the batch's staging and offsets do not depend on
+# the database, and each dialect's bulk and timestamp+incrementing SQL (whose WHERE clauses the other
+# modes use in part) runs uncrashed in test_source_services.py and test_source_extras.py.
+SERVER_MODES = [("mariadb", "timestamp+incrementing"), ("postgres", "incrementing")]
 
 
 @pytest.mark.parametrize(("database", "mode"), SERVER_MODES, indirect=["database"])

@@ -134,10 +134,11 @@ def test_nullable_tracking_column_is_refused_with_the_key(tmp_path):
     assert "timestamp.column.name" in r.stderr and "nullable" in r.stderr and "validate.non.null" in r.stderr
 
 
-@pytest.mark.parametrize("mode", list(CRASH_MODES))
+@pytest.mark.parametrize("mode", [m for m in CRASH_MODES if m != "timestamp+incrementing"])
 def test_crash_at_every_step_of_a_batch(tmp_path, mode):
     """Each mode, killed after each step in turn (tests/jdbc/_books.py): cheaper than one test per
-    step, as each run resumes the batch the previous one left."""
+    step, as each run resumes the batch the previous one left. timestamp+incrementing is killed on
+    MariaDB (test_source_crash_services.py)."""
     def start(tag: str, config: dict[str, str]) -> Books:
         base, db, worker = _setup(tmp_path, CRASH_CONNECTOR, config, tag)
         return Books(base / "lake", worker, lambda statements: _sql(db, ";".join(statements)))

@@ -21,7 +21,9 @@ from tests.s3.test_book import aws_env, local_objects, s3_objects
 
 RECORDS = [f'{i % 7}\t{{"schema": {ORDER_SCHEMA}, "payload": {{"id": {i % 7}, "title": "book {i % 7} '
            f'{"x" * (i % 13)}", "quantity": {i}}}}}' for i in range(240)]
-CRASHES = [*SINK_STEPS, "upload:1", "upload:3", "object-write:1", "object-write:5"]
+# Inside the upload tasks: after the first object and halfway through the first (the S3 run below kills
+# after the second and inside the third).
+CRASHES = [*SINK_STEPS, "upload:1", "object-write:1"]
 
 
 def sink_config(**extra) -> dict:
@@ -105,7 +107,7 @@ def _s3_run(root, spark, endpoint, crash: str | None):
     return s3_objects(client, bucket), _offsets(worker)
 
 
-@pytest.mark.parametrize("crash", ["put", "upload:2", "object-write:3"])
+@pytest.mark.parametrize("crash", ["upload:2", "object-write:3"])
 def test_s3_crash_inside_the_upload(tmp_path, spark, s3_endpoint, s3_baseline, crash):
     assert _s3_run(tmp_path, spark, s3_endpoint, crash) == s3_baseline
 

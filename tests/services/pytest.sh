@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# tests/services/pytest.sh -- the test suite as `make test` runs it (after up.sh), in two parts:
+#
+# 1. every test but the MySQL CDC ones, on two pytest workers at once (pytest-xdist, `--dist worksteal`):
+#    most of the suite's time is crash tests that start one Spark process after another, and two of them
+#    overlap well on two cores. LAKECONNECT_TEST_WORKERS sets the number (0: in this process).
+# 2. the tests marked `serial` (tests/conftest.py), in one process: the MySQL CDC tests, as each batch
+#    reads the private MariaDB's binlog up to its end and some restart the server or purge its binlogs, so
+#    no other test may write to it meanwhile; and the topic table's tests.
+#
+# Arguments go to both runs (paths, -k, -x, --lf ...). Both parts run even when the first fails; the exit
+# status is the first failure's. A part with no test selected (pytest's status 5) counts as passed.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+workers="${LAKECONNECT_TEST_WORKERS:-2}"
+status=0
+.venv/bin/python -m pytest -n "$workers" --dist worksteal -m "not serial" "$@"
+first=$?
+[ "$first" -eq 5 ] && first=0
+.venv/bin/python -m pytest -m serial "$@"
+second=$?
+[ "$second" -eq 5 ] && second=0
+[ "$first" -ne 0 ] && status=$first || status=$second
+exit "$status"
