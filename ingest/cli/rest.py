@@ -1,0 +1,47 @@
+"""`lakeconnect rest`: Kafka Connect's REST API for this worker's lake, until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+from ingest.rest.server import DEFAULT_LISTENER
+
+CREDENTIALS_ENV = "LAKECONNECT_REST_CREDENTIALS"
+
+
+def cmd_rest(args) -> int:
+    from ingest.cli.commands import worker_for
+    from ingest.rest.app import ConnectApi
+    from ingest.rest.server import RestServer, load_credentials
+
+    credentials_file = args.credentials or os.environ.get(CREDENTIALS_ENV)
+    credentials = load_credentials(credentials_file) if credentials_file else None
+    server = RestServer(ConnectApi(worker_for(args)), args.listen, credentials)
+    # SIGTERM (Airflow, systemd, a test) ends the server as Ctrl-C does: requests in flight finish.
+    signal.signal(signal.SIGTERM, _interrupt)
+    auth = "basic authentication" if credentials else "no authentication"
+    print(f"REST API listening on {server.url} ({auth}); Ctrl-C stops it", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("REST API stopped", file=sys.stderr)
+    finally:
+        server.server_close()
+    return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rest", help="serve Kafka Connect's REST API for this lake (runs stay with Airflow/the CLI)")
+    p.add_argument("--listen", default=DEFAULT_LISTENER, metavar="LISTENER",
+                   help=f"http://HOST:PORT to listen on (default {DEFAULT_LISTENER}; use 0.0.0.0 for every interface)")
+    p.add_argument("--credentials", metavar="FILE",
+                   help="require basic authentication: a file of user=password lines, as Kafka Connect's "
+                        f"PropertyFileLoginModule reads (default: ${CREDENTIALS_ENV})")
+    p.set_defaults(func=cmd_rest)

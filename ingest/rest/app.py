@@ -1,0 +1,417 @@
+"""Kafka Connect's REST resources, answered from the lake's state tables.
+
+The shapes, status codes and error JSON (`{"error_code": …, "message": …}`) follow Kafka Connect 3.5's
+ConnectorsResource and ConnectorPluginsResource for the calls the book uses. Secrets never leave: configs
+are shown masked, and a masked value sent back (GET config, edit, PUT) keeps the stored secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+from urllib.parse import unquote
+
+from ingest.config.configdef import HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, Type, ValidString, format_value, is_secret_key
+from ingest.config.connector import CONNECTOR_CLASS, NAME, TASKS_MAX, common_config_def
+from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, StateError
+from ingest.registry import PluginInfo, PluginKind
+from ingest.runtime import secrets
+from ingest.runtime.worker import Worker
+from ingest.state.stores import CONNECTOR_TASK, PAUSED, RUNNING, STOPPED
+
+log = logging.getLogger("lakeconnect")
+
+# Kafka's ConnectorPluginsResource types, by plugin kind (connectorsOnly=false lists them all).
+_PLUGIN_TYPES = {
+    PluginKind.SOURCE: "source", PluginKind.SINK: "sink", PluginKind.CONVERTER: "converter",
+    PluginKind.TRANSFORM: "transformation", PluginKind.PREDICATE: "predicate",
+}
+_NOT_STOPPED = ("Connectors must be in the STOPPED state before their offsets can be modified. This can be done for "
+                "the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint")
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: Any = None  # JSON-able; None means no body (204, or 202 as Kafka answers pause/resume)
+
+
+class RestError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+Handler = Callable[..., Response]
+
+
+class ConnectApi:
+    """One worker's REST resources. Calls are serialised: each one is a few small Delta reads or one
+    commit, and Kafka Connect's herder also applies config changes one at a time."""
+
+    def __init__(self, worker: Worker):
+        self.worker = worker
+        self._lock = threading.Lock()
+        self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
+        c = "/connectors/(?P<name>[^/]+)"
+        for method, pattern, handler in (
+            ("GET", "/", self.root),
+            ("GET", "/connector-plugins", self.plugins),
+            ("GET", "/connector-plugins/(?P<plugin>[^/]+)/config", self.plugin_config),
+            ("PUT", "/connector-plugins/(?P<plugin>[^/]+)/config/validate", self.validate),
+            ("GET", "/connectors", self.connectors),
+            ("POST", "/connectors", self.create),
+            ("GET", c, self.info),
+            ("DELETE", c, self.delete),
+            ("GET", c + "/config", self.config),
+            ("PUT", c + "/config", self.put_config),
+            ("GET", c + "/status", self.status),
+            ("GET", c + "/tasks", self.tasks),
+            ("GET", c + "/tasks/(?P<task>[0-9]+)/status", self.task_status),
+            ("PUT", c + "/pause", lambda name, **_: self._target(name, PAUSED, 202)),
+            ("PUT", c + "/resume", lambda name, **_: self._target(name, RUNNING, 202)),
+            ("PUT", c + "/stop", lambda name, **_: self._target(name, STOPPED, 204)),
+            ("POST", c + "/restart", self.restart),
+            ("GET", c + "/offsets", self.offsets),
+            ("PATCH", c + "/offsets", self.alter_offsets),
+            ("DELETE", c + "/offsets", self.reset_offsets),
+        ):
+            self._routes.append((method, re.compile(pattern.rstrip("/") + "/?"), handler))
+
+    # --- dispatch ----------------------------------------------------------------------------------
+
+    def handle(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> Response:
+        allowed = False
+        for m, pattern, handler in self._routes:
+            match = pattern.fullmatch(path)
+            if not match:
+                continue
+            if m != method:
+                allowed = True
+                continue
+            params = {k: unquote(v) for k, v in match.groupdict().items()}
+            try:
+                with self._lock:
+                    return handler(query=query, body=body, **params)
+            except RestError as e:
+                return _error(e.status, e.message)
+            except ConfigError as e:
+                return _error(400, e.render())
+            except ConcurrentRunError as e:
+                return _error(409, str(e))
+            except StateError as e:
+                return _error(400, str(e))
+            except LakeConnectError as e:
+                return _error(500, str(e))
+            except Exception as e:  # noqa: BLE001 - the client gets one line; the log gets the trace
+                log.exception("REST %s %s failed", method, path)
+                return _error(500, f"unexpected failure: {type(e).__name__}: {e}".split("\n")[0])
+        return _error(405, "HTTP 405 Method Not Allowed") if allowed else _error(404, "HTTP 404 Not Found")
+
+    # --- worker and plugins ------------------------------------------------------------------------
+
+    def root(self, **_) -> Response:
+        try:
+            version = metadata.version("lakeconnect")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        # A stable id for the lake these state tables live in: what kafka_cluster_id names for Connect.
+        lake_id = hashlib.sha256(self.worker.lake_root.encode()).hexdigest()[:22]
+        return Response(200, {"version": version, "commit": "", "kafka_cluster_id": lake_id})
+
+    def plugins(self, query: Mapping[str, list[str]], **_) -> Response:
+        connectors_only = _flag(query, "connectorsOnly", True)
+        kinds = [PluginKind.SOURCE, PluginKind.SINK] if connectors_only else list(_PLUGIN_TYPES)
+        out = []
+        for kind in kinds:
+            for info in self.worker.registry.plugins(kind):
+                entry = {"class": info.class_name, "type": _PLUGIN_TYPES[kind]}
+                if info.version:
+                    entry["version"] = info.version
+                out.append(entry)
+        return Response(200, out)
+
+    def _plugin(self, name: str) -> PluginInfo:
+        for kind in _PLUGIN_TYPES:
+            info = self.worker.registry.find(kind, name)
+            if info is not None:
+                return info
+        raise RestError(404, f"Unknown plugin {name}.")
+
+    def _definition(self, info: PluginInfo) -> ConfigDef:
+        definition = info.cls.config_def()
+        if info.kind in (PluginKind.SOURCE, PluginKind.SINK):
+            definition = common_config_def(info.cls.kind).merge(definition)
+        return definition
+
+    def plugin_config(self, plugin: str, **_) -> Response:
+        info = self._plugin(plugin)
+        return Response(200, [_key_info(k) for k in self._definition(info).keys.values()])
+
+    def validate(self, plugin: str, body: bytes, **_) -> Response:
+        raw = _config_map(body)
+        info = self.worker.registry.find_connector(plugin)
+        if info is None:
+            raise RestError(400, f"Failed to find any class that implements Connector and which name matches "
+                                 f"{plugin}; GET /connector-plugins lists them")
+        included = raw.get(CONNECTOR_CLASS)
+        if included and self.worker.registry.find_connector(included) != info:
+            raise RestError(400, f"Included connector type {included} does not match request type {plugin}")
+        raw[CONNECTOR_CLASS] = raw.get(CONNECTOR_CLASS) or plugin
+        _register_secrets(raw)
+        try:
+            self.worker.validate(raw)
+            problems = []
+        except ConfigError as e:
+            problems = e.problems
+        definition = self._definition(info)
+        errors: dict[str, list[str]] = {}
+        for p in problems:  # a problem of the whole config is shown on connector.class, as Kafka does
+            errors.setdefault(p.key or CONNECTOR_CLASS, []).append(secrets.scrub(p.message))
+        keys = list(definition.keys.values())
+        keys += [ConfigKey(k, Type.STRING, None, group="Common") for k in errors if k not in definition]
+        configs = [{"definition": _key_info(k), "value": _value_info(k, raw, errors.get(k.name, []), definition)}
+                   for k in keys]
+        groups = list(dict.fromkeys(k.group for k in keys if k.group))
+        return Response(200, {"name": info.class_name, "error_count": sum(len(v) for v in errors.values()),
+                              "groups": groups, "configs": configs})
+
+    # --- connectors --------------------------------------------------------------------------------
+
+    def _require(self, name: str) -> dict[str, Any]:
+        if self.worker.stores.configs.get(name) is None:
+            raise RestError(404, f"Connector {name} not found")
+        return self.worker.get(name)
+
+    def _info(self, name: str, found: dict[str, Any] | None = None) -> dict[str, Any]:
+        found = found or self._require(name)
+        tasks = int(found["config"].get(TASKS_MAX) or 1)
+        return {"name": name, "config": found["config"],
+                "tasks": [{"connector": name, "task": t} for t in range(tasks)], "type": found["type"]}
+
+    def _status(self, name: str) -> dict[str, Any]:
+        self._require(name)
+        status = self.worker.status(name)
+        for entry in [status["connector"], *status["tasks"]]:
+            if "trace" in entry:
+                entry["trace"] = secrets.scrub(entry["trace"])
+        if status.get("last_run", {}).get("error"):
+            status["last_run"]["error"] = secrets.scrub(status["last_run"]["error"])
+        return status
+
+    def connectors(self, query: Mapping[str, list[str]], **_) -> Response:
+        names = self.worker.list()
+        expand = query.get("expand", [])
+        if not expand:
+            return Response(200, names)
+        out: dict[str, dict[str, Any]] = {}
+        for name in names:
+            entry = out.setdefault(name, {})
+            if "status" in expand:
+                entry["status"] = self._status(name)
+            if "info" in expand:
+                entry["info"] = self._info(name)
+        return Response(200, out)
+
+    def create(self, body: bytes, **_) -> Response:
+        request = _json_body(body)
+        if not isinstance(request, dict) or not isinstance(request.get("config"), dict):
+            raise RestError(400, 'expected {"name": "...", "config": {...}}')
+        name = request.get("name") or request["config"].get(NAME)
+        if not isinstance(name, str) or not name.strip():
+            raise RestError(400, "Connector name is missing: set \"name\" in the request")
+        config = _config_map(json.dumps(request["config"]).encode())
+        if config.get(NAME, name) != name:
+            raise RestError(400, f"Connector name configuration ({config[NAME]}) doesn't match connector name "
+                                 f"in the request ({name})")
+        if self.worker.stores.configs.get(name) is not None:
+            raise RestError(409, f"Connector {name} already exists")
+        config[NAME] = name
+        self._create(name, config)
+        return Response(201, dict(self._info(name), tasks=[]))
+
+    def _create(self, name: str, config: dict[str, str]) -> None:
+        _register_secrets(config)
+        try:
+            self.worker.create(name, config)
+        except ConfigError as e:
+            raise RestError(400, _invalid(e)) from None
+
+    def info(self, name: str, **_) -> Response:
+        return Response(200, self._info(name))
+
+    def delete(self, name: str, **_) -> Response:
+        self._require(name)
+        self.worker.delete(name)
+        return Response(204)
+
+    def config(self, name: str, **_) -> Response:
+        return Response(200, self._require(name)["config"])
+
+    def put_config(self, name: str, body: bytes, **_) -> Response:
+        config = _config_map(body)
+        if config.get(NAME, name) != name:
+            raise RestError(400, f"Connector name configuration ({config[NAME]}) doesn't match connector name in "
+                                 f"the URL ({name})")
+        config[NAME] = name
+        current = self.worker.stores.configs.get(name)
+        if current is None:
+            self._create(name, config)
+            return Response(201, dict(self._info(name), tasks=[]))
+        for key, value in config.items():  # a masked value sent back means "keep the secret"
+            if value == HIDDEN and key in current["config"] and is_secret_key(key):
+                config[key] = current["config"][key]
+        _register_secrets(config)
+        try:
+            self.worker.update(name, config)
+        except ConfigError as e:
+            raise RestError(400, _invalid(e)) from None
+        return Response(200, self._info(name))
+
+    def status(self, name: str, **_) -> Response:
+        return Response(200, self._status(name))
+
+    def tasks(self, name: str, **_) -> Response:
+        info = self._info(name)
+        return Response(200, [{"id": t, "config": info["config"]} for t in info["tasks"]])
+
+    def task_status(self, name: str, task: str, **_) -> Response:
+        for entry in self._status(name)["tasks"]:
+            if entry["id"] == int(task):
+                return Response(200, entry)
+        raise RestError(404, f"No status found for task {name}-{task}")
+
+    def _target(self, name: str, state: str, status: int) -> Response:
+        self._require(name)
+        self.worker.set_target_state(name, state)
+        return Response(status)
+
+    def restart(self, name: str, query: Mapping[str, list[str]], **_) -> Response:
+        self._require(name)
+        include_tasks, only_failed = _flag(query, "includeTasks", False), _flag(query, "onlyFailed", False)
+        restarted = self.worker.restart(name, include_tasks=include_tasks, only_failed=only_failed)
+        if not include_tasks and not only_failed:
+            return Response(204)
+        status = self._status(name)
+        # Kafka answers 202 with the tasks it is restarting shown as RESTARTING.
+        for entry in [*status["tasks"], status["connector"]]:
+            if entry.get("id", CONNECTOR_TASK) in restarted:
+                entry["state"] = "RESTARTING"
+        return Response(202, status)
+
+    # --- offsets (KIP-875) -------------------------------------------------------------------------
+
+    def offsets(self, name: str, **_) -> Response:
+        self._require(name)
+        return Response(200, {"offsets": self.worker.offsets(name)})
+
+    def _require_stopped(self, name: str) -> dict[str, Any]:
+        found = self._require(name)
+        if self.worker.stores.configs.get(name)["target_state"] != STOPPED:
+            raise RestError(400, _NOT_STOPPED.format(name=name))
+        return found
+
+    def alter_offsets(self, name: str, body: bytes, **_) -> Response:
+        found = self._require_stopped(name)
+        request = _json_body(body)
+        if not isinstance(request, dict) or not isinstance(request.get("offsets"), list):
+            raise RestError(400, 'expected {"offsets": [{"partition": {...}, "offset": {...}}, ...]}')
+        self.worker.alter_offsets(name, request["offsets"])
+        return Response(200, {"message": _offsets_message(found["type"], "altered")})
+
+    def reset_offsets(self, name: str, **_) -> Response:
+        found = self._require_stopped(name)
+        self.worker.reset_offsets(name)
+        return Response(200, {"message": _offsets_message(found["type"], "reset")})
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def _error(status: int, message: str) -> Response:
+    return Response(status, {"error_code": status, "message": secrets.scrub(message)})
+
+
+def _flag(query: Mapping[str, list[str]], name: str, default: bool) -> bool:
+    values = query.get(name)
+    if not values:
+        return default
+    value = values[-1].strip().lower()
+    if value not in ("true", "false"):
+        raise RestError(400, f"query parameter {name} must be true or false, got '{values[-1]}'")
+    return value == "true"
+
+
+def _json_body(body: bytes) -> Any:
+    if not body.strip():
+        raise RestError(400, "the request has no body; send JSON with Content-Type: application/json")
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        where = f" at line {e.lineno}, column {e.colno}" if isinstance(e, json.JSONDecodeError) else ""
+        raise RestError(400, f"the request body is not valid JSON{where}: {getattr(e, 'msg', e)}") from None
+
+
+def _config_map(body: bytes) -> dict[str, str]:
+    """A connector config: a JSON object of strings (numbers and booleans are taken as their text, as
+    Kafka's JSON mapper does)."""
+    config = _json_body(body)
+    if not isinstance(config, dict):
+        raise RestError(400, "expected the connector config as a JSON object of string values")
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, (dict, list)):
+            raise RestError(400, f"config key '{key}': expected a string value, got a JSON "
+                                 f"{'object' if isinstance(value, dict) else 'array'}")
+        out[key] = None if value is None else format_value(value)
+    return out
+
+
+def _register_secrets(config: Mapping[str, str | None]) -> None:
+    secrets.register(v for k, v in config.items() if v and v != HIDDEN and is_secret_key(k))
+
+
+def _invalid(e: ConfigError) -> str:
+    lines = "\n".join(str(p) for p in e.problems)
+    return (f"Connector configuration is invalid and contains the following {len(e.problems)} error(s):\n{lines}\n"
+            "You can also find the above list of errors at the endpoint "
+            "`/connector-plugins/{connectorType}/config/validate`")
+
+
+def _offsets_message(kind: str, verb: str) -> str:
+    if kind == "sink":
+        return f"The offsets for this connector have been {verb} successfully"
+    return (f"The Connect framework-managed offsets for this connector have been {verb} successfully. However, if "
+            f"this connector manages offsets externally, they will need to be manually {verb} in the system that "
+            "the connector uses.")
+
+
+def _key_info(key: ConfigKey) -> dict[str, Any]:
+    """Kafka's ConfigKeyInfo."""
+    if key.default is NO_DEFAULT or key.default is None:
+        default = None
+    elif key.type is Type.PASSWORD:
+        default = HIDDEN
+    else:
+        default = format_value(key.default)
+    return {"name": key.name, "type": key.type.value, "required": key.required, "default_value": default,
+            "importance": key.importance.value, "documentation": key.doc or None, "group": key.group,
+            "width": "NONE", "display_name": key.name, "dependents": [], "order": key.order}
+
+
+def _value_info(key: ConfigKey, raw: Mapping[str, str | None], errors: list[str],
+                definition: ConfigDef) -> dict[str, Any]:
+    """Kafka's ConfigValueInfo: the value given (secrets hidden), what is allowed, what is wrong."""
+    value = raw.get(key.name)
+    if value is not None and is_secret_key(key.name, definition):
+        value = HIDDEN
+    allowed = list(key.validator.allowed) if isinstance(key.validator, ValidString) else []
+    return {"name": key.name, "value": value, "recommended_values": allowed, "errors": errors, "visible": True}

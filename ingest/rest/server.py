@@ -1,0 +1,112 @@
+"""The REST API on HTTP: a threading server from the standard library, bound to 127.0.0.1 by default.
+
+Basic authentication is optional, as with Kafka Connect's BasicAuthSecurityRestExtension: the credentials
+file has its PropertyFileLoginModule format, one `user=password` per line. Without valid credentials a
+request gets 401 and the text Kafka Connect answers ("User cannot access the resource.").
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import logging
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from ingest.config.loader import load_properties_file
+from ingest.errors import ConfigError, Problem
+from ingest.rest.app import ConnectApi, Response
+from ingest.runtime import secrets
+
+log = logging.getLogger("lakeconnect")
+DEFAULT_LISTENER = "http://127.0.0.1:8083"
+UNAUTHORIZED = "User cannot access the resource."
+_MAX_BODY = 16 * 2**20  # a connector config is a few KB; refuse to buffer anything absurd
+
+
+def parse_listener(listener: str) -> tuple[str, int]:
+    """`http://host:port`, `host:port` or `:port` (Kafka's `listeners` form; an empty host is 127.0.0.1 here)."""
+    text = listener.strip()
+    if text.startswith("https://"):
+        raise ConfigError([Problem("listeners", "https is not served; put a TLS proxy in front and listen on http")])
+    text = text.removeprefix("http://")
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ConfigError([Problem("listeners", f"expected http://HOST:PORT, got '{listener}'")])
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def load_credentials(path: str) -> dict[str, str]:
+    """users and passwords from a PropertyFileLoginModule file; the passwords become secrets to scrub."""
+    if not Path(path).is_file():
+        raise ConfigError([Problem("credentials", f"file not found: {path}")])
+    users = load_properties_file(path)
+    if not users:
+        raise ConfigError([Problem("credentials", f"{path} has no user=password lines")])
+    secrets.register(users.values())
+    return users
+
+
+class RestServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, api: ConnectApi, listener: str = DEFAULT_LISTENER, credentials: dict[str, str] | None = None):
+        self.api = api
+        self.credentials = credentials or {}
+        super().__init__(parse_listener(listener), _Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def authorized(self, header: str | None) -> bool:
+        if not self.credentials:
+            return True
+        if not header or not header.startswith("Basic "):
+            return False
+        try:
+            user, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        expected = self.credentials.get(user)
+        return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: RestServer
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        if not self.server.authorized(self.headers.get("Authorization")):
+            self._send(401, UNAUTHORIZED.encode(), "text/plain")
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > _MAX_BODY:
+            self._send_json(Response(413, {"error_code": 413, "message": "request body too large"}))
+            return
+        body = self.rfile.read(length) if length else b""
+        url = urlsplit(self.path)
+        self._send_json(self.server.api.handle(self.command, url.path, parse_qs(url.query), body))
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _serve
+
+    def _send_json(self, response: Response) -> None:
+        if response.body is None:
+            self._send(response.status, b"", None)
+        else:
+            self._send(response.status, json.dumps(response.body).encode(), "application/json")
+
+    def _send(self, status: int, payload: bytes, content_type: str | None) -> None:
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args) -> None:  # Connect's request log, at debug, scrubbed
+        log.debug("REST %s", secrets.scrub(format % args))
+

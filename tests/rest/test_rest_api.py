@@ -1,0 +1,227 @@
+"""Kafka Connect's REST API (`lakeconnect rest`), driven with plain HTTP calls as the book's curl commands
+make them, against a server process on 127.0.0.1 and the lake's real Delta state tables."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, cli
+from tests.s3._book import S3SINK_FIELD, book_config
+
+SECRET = "wJalrXUtnFEMI-book-secret"
+
+
+class Rest:
+    """A `lakeconnect rest` process and curl-like calls to it."""
+
+    def __init__(self, worker: Path, *extra: str):
+        argv = [sys.executable, "-m", "ingest", "--worker", str(worker), "rest", "--listen", "http://127.0.0.1:0",
+                *extra]
+        self.proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert "listening on" in line, line + self.proc.stderr.read()
+        self.url = line.split("listening on ")[1].split()[0]
+
+    def call(self, method: str, path: str, body: object = None, *, raw: bytes | None = None,
+             user: str | None = None) -> tuple[int, object]:
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        if user:
+            request.add_header("Authorization", "Basic " + base64.b64encode(user.encode()).decode())
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                status, payload = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, payload = e.code, e.read()
+        if not payload:
+            return status, None
+        try:
+            return status, json.loads(payload)
+        except json.JSONDecodeError:
+            return status, payload.decode()
+
+    def stop(self) -> str:
+        self.proc.terminate()
+        _, err = self.proc.communicate(timeout=30)
+        return err
+
+
+@pytest.fixture
+def rest(worker_file):
+    server = Rest(worker_file)
+    yield server
+    server.stop()
+
+
+def _s3_config(bucket: str = "orders-rest") -> dict:
+    return book_config(S3SINK_FIELD, bucket=bucket, region="us-east-1", access_key="AKIAEXAMPLE",
+                       secret_key=SECRET)
+
+
+def _stored(worker: Path, name: str) -> dict:
+    r = cli("connectors", "get", name, worker=worker)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_the_books_calls(rest, worker_file):
+    status, root = rest.call("GET", "/")
+    assert status == 200 and set(root) == {"version", "commit", "kafka_cluster_id"}
+    status, plugins = rest.call("GET", "/connector-plugins")
+    assert {"class": "io.confluent.connect.s3.S3SinkConnector", "type": "sink"} in [
+        {k: p[k] for k in ("class", "type")} for p in plugins]
+    assert {p["type"] for p in plugins} == {"source", "sink"}
+    _, everything = rest.call("GET", "/connector-plugins?connectorsOnly=false")
+    assert {"transformation", "predicate", "converter"} <= {p["type"] for p in everything}
+    assert rest.call("GET", "/connectors") == (200, [])
+
+    # curl -X PUT -H "Content-Type: application/json" -d @s3sink-field.json localhost:8083/connectors/s3sink-field/config
+    config = _s3_config()
+    status, created = rest.call("PUT", "/connectors/s3sink-field/config", config)
+    assert status == 201, created
+    assert created["name"] == "s3sink-field" and created["type"] == "sink" and created["tasks"] == []
+    assert created["config"]["aws.secret.access.key"] == "[hidden]"
+    assert created["config"]["partition.field.name"] == "id"
+    assert SECRET not in json.dumps(created)
+    assert rest.call("GET", "/connectors") == (200, ["s3sink-field"])
+
+    status, shown = rest.call("GET", "/connectors/s3sink-field/config")
+    assert status == 200 and shown["aws.secret.access.key"] == "[hidden]" and shown["name"] == "s3sink-field"
+    # Edit what GET gave (the secret masked) and PUT it back: the stored secret is kept, the edit applied.
+    status, updated = rest.call("PUT", "/connectors/s3sink-field/config", dict(shown, **{"flush.size": "5"}))
+    assert status == 200 and len(updated["tasks"]) == 5 and updated["config"]["flush.size"] == "5"
+    from ingest.config.worker import load_worker
+    from ingest.runtime.worker import Worker
+
+    stored = Worker(load_worker(str(worker_file))).get("s3sink-field", masked=False)["config"]
+    assert stored["aws.secret.access.key"] == SECRET and stored["flush.size"] == "5"
+
+    status, expanded = rest.call("GET", "/connectors?expand=status&expand=info")
+    assert status == 200 and expanded["s3sink-field"]["info"]["config"]["flush.size"] == "5"
+    assert expanded["s3sink-field"]["status"]["connector"]["state"] in ("RUNNING", "UNASSIGNED")
+    status, tasks = rest.call("GET", "/connectors/s3sink-field/tasks")
+    assert [t["id"] for t in tasks] == [{"connector": "s3sink-field", "task": t} for t in range(5)]
+    assert SECRET not in json.dumps([expanded, tasks])
+
+    assert rest.call("PUT", "/connectors/s3sink-field/pause") == (202, None)
+    assert rest.call("GET", "/connectors/s3sink-field/status")[1]["connector"]["state"] == "PAUSED"
+    assert rest.call("PUT", "/connectors/s3sink-field/resume") == (202, None)
+    assert rest.call("GET", "/connectors/s3sink-field/status")[1]["connector"]["state"] != "PAUSED"
+    assert rest.call("PUT", "/connectors/s3sink-field/stop") == (204, None)
+    status, stopped = rest.call("GET", "/connectors/s3sink-field/status")
+    assert stopped["connector"]["state"] == "STOPPED" and stopped["type"] == "sink"
+    assert cli("connectors", "status", "s3sink-field", worker=worker_file).stdout.count("STOPPED") >= 1
+    assert rest.call("PUT", "/connectors/s3sink-field/resume")[0] == 202
+    assert rest.call("POST", "/connectors/s3sink-field/restart") == (204, None)
+    status, restarting = rest.call("POST", "/connectors/s3sink-field/restart?includeTasks=true&onlyFailed=false")
+    assert status == 202 and restarting["name"] == "s3sink-field"
+
+    assert rest.call("DELETE", "/connectors/s3sink-field") == (204, None)
+    assert rest.call("GET", "/connectors") == (200, [])
+    assert rest.call("GET", "/connectors/s3sink-field") == (
+        404, {"error_code": 404, "message": "Connector s3sink-field not found"})
+    assert SECRET not in rest.stop()
+
+
+def test_offsets_follow_kip_875(rest, worker_file, tmp_path):
+    source = tmp_path / "source.txt"
+    source.write_text("one\ntwo\nthree\n")
+    # The book's POST form: {"name": …, "config": {…}}.
+    body = {"name": "file-source", "config": {"connector.class": "FileStreamSource", "tasks.max": "1",
+                                              "file": str(source), "topic": "topic-to-export"}}
+    status, created = rest.call("POST", "/connectors", body)
+    assert status == 201 and created["config"]["name"] == "file-source"
+    assert rest.call("POST", "/connectors", body)[0] == 409
+    assert rest.call("GET", "/connectors/file-source/offsets") == (200, {"offsets": []})
+    assert cli("run", "file-source", worker=worker_file).returncode == 0
+    partition = {"filename": str(source)}
+    status, task = rest.call("GET", "/connectors/file-source/tasks/0/status")
+    assert status == 200 and task["id"] == 0 and task["state"] == "RUNNING"
+    assert rest.call("GET", "/connectors/file-source/tasks/7/status")[0] == 404
+    assert rest.call("GET", "/connectors/file-source/offsets") == (
+        200, {"offsets": [{"partition": partition, "offset": {"position": 14}}]})
+
+    # Offsets altered while the connector runs: Kafka's 400, and nothing changes.
+    change = {"offsets": [{"partition": partition, "offset": {"position": 4}}]}
+    status, refused = rest.call("PATCH", "/connectors/file-source/offsets", change)
+    assert status == 400 and "must be in the STOPPED state" in refused["message"]
+    assert rest.call("DELETE", "/connectors/file-source/offsets")[0] == 400
+    assert rest.call("GET", "/connectors/file-source/offsets")[1]["offsets"][0]["offset"] == {"position": 14}
+
+    assert rest.call("PUT", "/connectors/file-source/stop")[0] == 204
+    status, altered = rest.call("PATCH", "/connectors/file-source/offsets", change)
+    assert status == 200 and "altered successfully" in altered["message"]
+    assert rest.call("GET", "/connectors/file-source/offsets")[1]["offsets"][0]["offset"] == {"position": 4}
+    status, reset = rest.call("DELETE", "/connectors/file-source/offsets")
+    assert status == 200 and "reset successfully" in reset["message"]
+    assert rest.call("GET", "/connectors/file-source/offsets") == (200, {"offsets": []})
+
+
+def test_bad_requests_change_nothing(rest):
+    status, error = rest.call("PUT", "/connectors/bad/config", raw=b'{"connector.class": ')
+    assert status == 400 and error["error_code"] == 400 and "not valid JSON at line 1" in error["message"]
+    status, error = rest.call("PUT", "/connectors/other/config", dict(_s3_config(), name="s3sink-field"))
+    assert status == 400 and error["message"] == ("Connector name configuration (s3sink-field) doesn't match "
+                                                  "connector name in the URL (other)")
+    status, error = rest.call("PUT", "/connectors/s3sink-field/config",
+                              dict(_s3_config(), **{"flush.size": "three", "partitioner.clas": "x"}))
+    assert status == 400
+    assert error["message"].startswith("Connector configuration is invalid and contains the following 2 error(s):")
+    assert "flush.size" in error["message"] and "partitioner.clas" in error["message"]
+    assert SECRET not in json.dumps(error)
+    status, error = rest.call("PUT", "/connectors/s3sink-field/config", {"flush.size": {"nested": 1}})
+    assert status == 400 and "flush.size" in error["message"]
+    assert rest.call("GET", "/connectors") == (200, [])
+
+    assert rest.call("GET", "/connectors/missing/status")[0] == 404
+    assert rest.call("PUT", "/connectors/missing/pause")[0] == 404
+    assert rest.call("GET", "/no/such/path") == (404, {"error_code": 404, "message": "HTTP 404 Not Found"})
+    assert rest.call("POST", "/connectors/missing/config", {})[0] == 405
+    assert rest.call("POST", "/connectors/missing/restart?includeTasks=true")[0] == 404
+
+
+def test_plugin_config_and_validate(rest):
+    status, keys = rest.call("GET", "/connector-plugins/org.apache.kafka.connect.file.FileStreamSinkConnector/config")
+    assert status == 200
+    file_key = next(k for k in keys if k["name"] == "file")
+    assert set(file_key) == {"name", "type", "required", "default_value", "importance", "documentation", "group",
+                             "width", "display_name", "dependents", "order"}
+    assert file_key["type"] == "STRING"
+    assert rest.call("GET", "/connector-plugins/NoSuchConnector/config")[0] == 404
+
+    # The book's example: no name. The error is on `name`; the secret given is shown hidden.
+    plugin = "io.confluent.connect.s3.S3SinkConnector"
+    config = {k: v for k, v in _s3_config().items() if k != "name"}
+    status, result = rest.call("PUT", f"/connector-plugins/{plugin}/config/validate", config)
+    assert status == 200 and result["name"] == plugin and result["error_count"] == 1
+    by_name = {c["value"]["name"]: c for c in result["configs"]}
+    assert by_name["name"]["value"]["errors"] and by_name["name"]["definition"]["required"] is True
+    assert by_name["aws.secret.access.key"]["value"]["value"] == "[hidden]"
+    assert "Common" in result["groups"]
+    assert SECRET not in json.dumps(result)
+    status, result = rest.call("PUT", f"/connector-plugins/{plugin}/config/validate", dict(config, name="ok"))
+    assert status == 200 and result["error_count"] == 0
+    status, error = rest.call("PUT", "/connector-plugins/FileStreamSink/config/validate", dict(config, name="ok"))
+    assert status == 400 and "does not match request type FileStreamSink" in error["message"]
+
+
+def test_basic_authentication(worker_file, tmp_path):
+    credentials = tmp_path / "credentials.properties"
+    credentials.write_text("mickael=p4ss\nkate=w0rd\n")  # the book's PropertyFileLoginModule file
+    server = Rest(worker_file, "--credentials", str(credentials))
+    try:
+        assert server.call("GET", "/") == (401, "User cannot access the resource.")
+        assert server.call("GET", "/", user="mickael:wrong")[0] == 401
+        assert server.call("GET", "/", user="mickael:p4ss")[0] == 200
+        assert server.call("GET", "/connectors", user="kate:w0rd") == (200, [])
+    finally:
+        assert "p4ss" not in server.stop()
