@@ -77,7 +77,7 @@ def cmd_get(args) -> int:
 
 
 def cmd_status(args) -> int:
-    _print_json(worker_for(args).status(args.name))
+    _print_json(worker_for(args).status(args.name, runs=args.runs))
     return 0
 
 
@@ -240,6 +240,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         p = c.add_parser(action, help=help_)
         p.add_argument("name")
         p.set_defaults(func=func)
+    c.choices["status"].add_argument("--runs", type=int, default=0, metavar="N",
+                                     help="also show the metrics of the last N batches (records, bytes, lag, "
+                                          "time per step)")
     p = c.add_parser("list", help="list connectors")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)

@@ -130,6 +130,8 @@ class BatchRunner:
                                                                             self.name, task_id))
         steps.done("convert")
 
+        written_bytes = [0]
+
         def write() -> int:
             written = 0
             partitions = self.setup.config[TOPIC_CREATION_PARTITIONS]
@@ -146,6 +148,7 @@ class BatchRunner:
                                              KAFKA_PRODUCE, f"writing topic '{topic}'")
                     if result is not None:
                         written += result.count
+                        written_bytes[0] += result.bytes
             return written
 
         records = explained(lambda: run_guarded(write, self.name, task_id))
@@ -159,9 +162,10 @@ class BatchRunner:
         steps.done("commit")
         report = BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records,
                              steps.timings, [r.to_json() for r in plan.ranges], failures)
-        stats = {"records_written": records, "timings_ms": steps.timings}
-        if failures:
-            stats["records_skipped"] = failures
+        # Kafka Connect's source task metrics in spirit (ch. 9): polled, written, skipped, time per step.
+        stats = {"records_read": records + failures, "records_written": records, "records_skipped": failures,
+                 "bytes_written": written_bytes[0], "topics": sorted(topics), "timings_ms": steps.timings,
+                 "latency_ms": round(sum(steps.timings.values()), 1)}
         self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan.to_json(),
                                 stats=stats, started_at=started)
         steps.done("done")
@@ -241,21 +245,34 @@ class BatchRunner:
         return [t for t in list_topics(self.lake_root)
                 if pattern.fullmatch(t)]
 
-    def plan_sink(self, task_id: int, task_count: int, group: str) -> list[TopicRange]:
-        committed = {(e.partition["kafka_topic"], e.partition["kafka_partition"]): e.offset
-                     for e in self.stores.offsets.committed(group).values()}
+    def _assigned(self, task_id: int, task_count: int, *, warn: bool = False) -> list[tuple[str, int, int, int]]:
+        """This task's (topic, partition, log start, end offset): the topics' partitions dealt round-robin."""
         assigned: list[tuple[str, int, int, int]] = []
         for topic in self._sink_topics():
             table = self._topic(topic)
             if not table.exists():
-                self.log.warning(f"topic '{topic}' does not exist yet; nothing to consume from it")
+                if warn:
+                    self.log.warning(f"topic '{topic}' does not exist yet; nothing to consume from it")
                 continue
             d = table.describe()
             for p in range(d.partitions):
                 assigned.append((topic, p, d.start_offsets.get(p, 0), d.end_offsets.get(p, 0)))
-        mine = [a for i, a in enumerate(sorted(assigned)) if i % task_count == task_id]
+        return [a for i, a in enumerate(sorted(assigned)) if i % task_count == task_id]
+
+    def _committed(self, group: str) -> dict[tuple[str, int], dict[str, Any]]:
+        return {(e.partition["kafka_topic"], e.partition["kafka_partition"]): e.offset or {}
+                for e in self.stores.offsets.committed(group).values()}
+
+    def _lag(self, task_id: int, task_count: int, group: str) -> int:
+        """Records of this task's partitions not yet committed (Kafka's records-lag, summed)."""
+        committed = self._committed(group)
+        return sum(max(end - committed.get((t, p), {}).get("kafka_offset", start), 0)
+                   for t, p, start, end in self._assigned(task_id, task_count))
+
+    def plan_sink(self, task_id: int, task_count: int, group: str) -> list[TopicRange]:
+        committed = self._committed(group)
         ranges = []
-        for topic, p, start_offset, end in mine:
+        for topic, p, start_offset, end in self._assigned(task_id, task_count, warn=True):
             entry = committed.get((topic, p)) or {}
             start = entry.get("kafka_offset", start_offset)
             if start < start_offset:
@@ -270,6 +287,7 @@ class BatchRunner:
         group = f"connect-{self.name}"
         app_id = f"{group}:task-{task_id}"
         batch_id, pending = self._next_batch(task_id)
+        started = now()
         if pending is not None:
             ranges = [TopicRange.from_json(r) for r in pending["ranges"]]
             prepared = pending["prepared"]
@@ -338,12 +356,13 @@ class BatchRunner:
         steps.done("commit")
         records = sum(r.end - r.start for r in ranges)
         plan = {"ranges": [r.to_json() for r in ranges], "prepared": prepared}
-        stats = {"records_read": records, "timings_ms": steps.timings}
-        if failures:
-            stats["records_failed"] = failures
-            if policy.dlq_topic:
-                stats["records_dead_lettered"] = failures
-        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan, stats=stats)
+        # Kafka Connect's sink task metrics in spirit (ch. 9): read, put, failed, lag left behind, time per step.
+        stats = {"records_read": records, "records_written": records - failures, "records_failed": failures,
+                 "records_dead_lettered": failures if policy.dlq_topic else 0,
+                 "topics": sorted({r.topic for r in ranges}), "timings_ms": steps.timings,
+                 "latency_ms": round(sum(steps.timings.values()), 1),
+                 "lag_records": self._lag(task_id, task_count, group)}
+        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan, stats=stats, started_at=started)
         steps.done("done")
         return BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records, steps.timings,
                            [r.to_json() for r in ranges], failures)

@@ -114,7 +114,8 @@ class Worker:
             restarted.append(task)
         return restarted
 
-    def status(self, name: str) -> dict[str, Any]:
+    def status(self, name: str, *, runs: int = 0) -> dict[str, Any]:
+        """Kafka's connector status, plus the last batch and, when asked, the metrics of the last `runs` batches."""
         found = self.stores.configs.require(name)
         rows = self.stores.status.get(name)
         conn = rows.get(CONNECTOR_TASK)
@@ -136,6 +137,12 @@ class Worker:
         if last:
             out["last_run"] = {k: last[k] for k in ("task", "batch_id", "state", "stats", "error")}
             out["last_run"]["ended_at"] = str(last["ended_at"] or last["written_at"])
+        if runs:
+            latest = sorted(history, key=lambda r: r["written_at"])[-runs:]
+            out["runs"] = [{"task": r["task"], "batch_id": r["batch_id"], "state": r["state"],
+                            "started_at": str(r["started_at"]), "ended_at": str(r["ended_at"] or ""),
+                            **json.loads(r["stats"] or "{}"), **({"error": r["error"]} if r["error"] else {})}
+                           for r in latest]
         return out
 
     # --- offsets (KIP-875) -------------------------------------------------------------------------

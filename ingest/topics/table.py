@@ -244,6 +244,7 @@ class AppendResult:
     topic: str
     table_version: int
     partitions: dict[int, PartitionAppend] = field(default_factory=dict)
+    bytes: int = 0  # of the Parquet files written (the runs table's bytes_written)
 
     @property
     def count(self) -> int:
@@ -657,7 +658,7 @@ class TopicTable:
                     f"not dense from the end offset {base[p]}; is `seq` unique?"
                 )
             parts[p] = PartitionAppend(lo, hi, count)
-        return AppendResult(self.name, result.version, parts)
+        return AppendResult(self.name, result.version, parts, sum(f.size for f in result.files))
 
     # --- reading ---------------------------------------------------------------------------------
 
