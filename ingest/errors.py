@@ -1,7 +1,8 @@
 """The error family. Each error says what happened and what to do next.
 
 `ConfigError` and `StateError` are a person's to fix (exit code 2); `RetriableError` may succeed when
-tried again; `FatalError` needs a person; `DataError` is one bad record (dead letter queue when tolerated).
+tried again (exit code 75, EX_TEMPFAIL, so a scheduler retries only those); `FatalError` needs a person;
+`DataError` is one bad record (dead letter queue when tolerated).
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class ConcurrentRunError(LakeConnectError):
 
 class RetriableError(LakeConnectError):
     """A failure that may go away when the batch is tried again (network, lock conflict, timeout)."""
+
+    exit_code = 75  # EX_TEMPFAIL: schedulers (dags/) retry this code and no other failure
 
 
 class FatalError(LakeConnectError):

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ingest.cli import jobs
 from ingest.config.configdef import NO_DEFAULT, Type, format_value
 from ingest.config.connector import common_config_def
 from ingest.config.loader import load_connector_file
@@ -47,6 +48,23 @@ def cmd_update(args) -> int:
     name, raw = load_connector_file(args.file, name=args.name)
     version = worker_for(args).update(name, raw, source=args.file)
     print(f"Updated connector {name} (config version {version})")
+    return 0
+
+
+def cmd_apply(args) -> int:
+    """Create, or update when the file differs from the stored config: what a scheduler runs before each
+    batch so the file stays the source of truth without a new config version per run."""
+    name, raw = load_connector_file(args.file, name=args.name)
+    worker = worker_for(args)
+    current = worker.stores.configs.get(name)
+    if current is None:
+        worker.create(name, raw, source=args.file)
+        print(f"Created connector {name}")
+    elif current["config"] != raw:
+        version = worker.update(name, raw, source=args.file)
+        print(f"Updated connector {name} (config version {version})")
+    else:
+        print(f"Connector {name} unchanged (config version {current['version']})")
     return 0
 
 
@@ -129,13 +147,17 @@ def cmd_run(args) -> int:
         def progress(step: str) -> None:
             sys.stderr.write(f"\r  {args.name}: {step} done".ljust(60))
             sys.stderr.flush()
-    reports = worker.run(args.name, task=args.task, until_caught_up=args.until_caught_up, progress=progress)
+    reports = worker.run(args.name, task=args.task, until_caught_up=args.until_caught_up, progress=progress,
+                         skip_missing_task=args.skip_missing_task)
     if progress:
         sys.stderr.write("\r" + " " * 60 + "\r")
     for r in reports:
-        print(f"{args.name} {r.summary()}")
+        print(json.dumps(r.to_json()) if args.json else f"{args.name} {r.summary()}")
     if not reports:
-        print(f"{args.name}: not run (connector is {worker.get(args.name)['target_state']})")
+        state = worker.get(args.name)["target_state"]
+        why = f"connector is {state}" if state != RUNNING else f"the connector has no task {args.task}"
+        print(json.dumps({"connector": args.name, "task": args.task, "outcome": "NOT_RUN", "target_state": state,
+                          "reason": why}) if args.json else f"{args.name}: not run ({why})")
     return 0
 
 
@@ -240,6 +262,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         p = c.add_parser(action, help=help_)
         p.add_argument("name")
         p.set_defaults(func=func)
+    p = c.add_parser("apply", help="create a connector from a file, or update it when the file differs")
+    p.add_argument("file"), p.add_argument("--name", help="the connector's name, when the file has none")
+    p.set_defaults(func=cmd_apply)
     c.choices["status"].add_argument("--runs", type=int, default=0, metavar="N",
                                      help="also show the metrics of the last N batches (records, bytes, lag, "
                                           "time per step)")
@@ -254,6 +279,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run one batch of a connector (every task, or --task N)")
     p.add_argument("name"), p.add_argument("--task", type=int)
     p.add_argument("--until-caught-up", action="store_true", help="run batches until one finds nothing new")
+    p.add_argument("--skip-missing-task", action="store_true",
+                   help="with --task N: do nothing when the connector made fewer than N+1 tasks (tasks.max is a "
+                        "ceiling)")
+    p.add_argument("--json", action="store_true", help="one JSON object per batch (outcome, records, topics)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("compact", help="merge the small objects of an S3 sink's closed partitions (opt-in)")
@@ -287,6 +316,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = o.add_parser("reset", help="reset every offset (connector must be STOPPED)")
     p.add_argument("name")
     p.set_defaults(func=cmd_offsets_reset)
+
+    jobs.register(sub)
 
     p = sub.add_parser("demo", help="run the main example job on the embedded default lake")
     p.add_argument("--lake", default=None, help="lake root (default: the worker's lake.root)")

@@ -26,6 +26,9 @@ TOPICS = "topics"
 TOPICS_REGEX = "topics.regex"
 TOPIC_CREATION_PARTITIONS = "topic.creation.default.partitions"
 ERRORS_TOLERANCE = "errors.tolerance"
+SCHEDULE = "lakeconnect.schedule"
+SCHEDULE_PRESETS = ("@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly",
+                    "@annually", "none")
 
 
 def _valid_name(key: str, value: Any) -> str | None:
@@ -36,6 +39,21 @@ def _valid_name(key: str, value: Any) -> str | None:
     if "/" in str(value):
         return "must not contain '/'"
     return None
+
+
+def valid_schedule(key: str, value: Any) -> str | None:
+    """A cron expression (5 fields, or 6 with seconds as Quartz's) or an Airflow preset; checked here so
+    a DAG file never fails to parse on a typo."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.lower() in SCHEDULE_PRESETS:
+        return None
+    fields = text.split()
+    if len(fields) == 5 and all(re.fullmatch(r"[0-9A-Za-z*?/,\-LW#]+", f) for f in fields):
+        return None
+    return (f"'{text}' is neither a cron expression (five fields: minute hour day month weekday) nor one of "
+            f"{', '.join(SCHEDULE_PRESETS)}")
 
 
 def common_config_def(kind: str) -> ConfigDef:
@@ -55,6 +73,10 @@ def common_config_def(kind: str) -> ConfigDef:
              doc="Converter for header values; overrides the worker's.")
     d.define("config.action.reload", Type.STRING, "restart", ValidString.of("none", "restart"), Importance.LOW,
              group="Common", doc="Accepted for compatibility; configs are read at the start of every run.")
+    d.define(SCHEDULE, Type.STRING, None, valid_schedule, Importance.LOW, group="Scheduling",
+             doc="When the Airflow DAG of this connector runs (dags/): a cron expression or a preset "
+                 "(@hourly, @daily, none, ...). Unset: every poll.interval.ms when set, else a sink with "
+                 "listed topics runs when they get new records, else only when triggered.")
     d.define(TRANSFORMS, Type.LIST, "", importance=Importance.LOW, group="Transforms",
              doc="Aliases for the transformations to be applied to records, in order.")
     d.define(PREDICATES, Type.LIST, "", importance=Importance.LOW, group="Predicates",

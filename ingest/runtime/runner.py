@@ -47,6 +47,14 @@ class BatchReport:
     timings_ms: dict[str, float] = field(default_factory=dict)
     ranges: list[dict[str, Any]] = field(default_factory=list)
     failed: int = 0
+    topics: list[str] = field(default_factory=list)  # a source's topics that got records (dags/ emits assets)
+    # False when a sink committed no new position: it holds its records (flush.size not reached, say), so
+    # running another batch now would read the same records again.
+    progressed: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"connector": self.connector, "task": self.task, "batch_id": self.batch_id, "outcome": self.outcome,
+                "records": self.records, "failed": self.failed, "resumed": self.resumed, "topics": self.topics}
 
     def summary(self) -> str:
         if self.outcome == EMPTY:
@@ -54,6 +62,10 @@ class BatchReport:
         again = " (resumed after an interrupted run)" if self.resumed else ""
         total = sum(self.timings_ms.values())
         failed = f", {self.failed} failed records set aside (errors.tolerance=all)" if self.failed else ""
+        if not self.progressed:
+            return (f"task {self.task}: batch {self.batch_id} read {self.records} records in {total:.0f} ms and holds "
+                    f"them (no object closed yet: flush.size or rotation not reached); a later run reads them "
+                    f"again{failed}{again}")
         return (f"task {self.task}: batch {self.batch_id} committed {self.records} records in {total:.0f} ms"
                 f"{failed}{again}")
 
@@ -161,7 +173,8 @@ class BatchRunner:
         offsets_store.commit(offsets_key, ends, task=task_id, batch_id=batch_id, app_id=app_id)
         steps.done("commit")
         report = BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records,
-                             steps.timings, [r.to_json() for r in plan.ranges], failures)
+                             steps.timings, [r.to_json() for r in plan.ranges], failures,
+                             sorted(topics))
         # Kafka Connect's source task metrics in spirit (ch. 9): polled, written, skipped, time per step.
         stats = {"records_read": records + failures, "records_written": records, "records_skipped": failures,
                  "bytes_written": written_bytes[0], "topics": sorted(topics), "timings_ms": steps.timings,
@@ -346,10 +359,12 @@ class BatchRunner:
 
         planned = {(r.topic, r.partition): r for r in ranges}
         ends = {}
+        delivered = 0  # records now behind the committed positions: in closed objects, written, or set aside
         for (t, p), done in task.pre_commit(ranges).items():
             r = planned.get((t, p))
             if r is not None and done.offset == r.start and (done.metadata or None) == r.metadata:
                 continue  # nothing moved
+            delivered += max(done.offset - r.start, 0) if r is not None else 0
             ends[canonical_json({"kafka_partition": p, "kafka_topic": t})] = {
                 "kafka_offset": done.offset, **({"metadata": done.metadata} if done.metadata else {})}
         self.stores.offsets.commit(group, ends, task=task_id, batch_id=batch_id, app_id=app_id)
@@ -357,7 +372,8 @@ class BatchRunner:
         records = sum(r.end - r.start for r in ranges)
         plan = {"ranges": [r.to_json() for r in ranges], "prepared": prepared}
         # Kafka Connect's sink task metrics in spirit (ch. 9): read, put, failed, lag left behind, time per step.
-        stats = {"records_read": records, "records_written": records - failures, "records_failed": failures,
+        stats = {"records_read": records, "records_written": max(delivered - failures, 0),
+                 "records_failed": failures,
                  "records_dead_lettered": failures if policy.dlq_topic else 0,
                  "topics": sorted({r.topic for r in ranges}), "timings_ms": steps.timings,
                  "latency_ms": round(sum(steps.timings.values()), 1),
@@ -365,7 +381,7 @@ class BatchRunner:
         self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan, stats=stats, started_at=started)
         steps.done("done")
         return BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records, steps.timings,
-                           [r.to_json() for r in ranges], failures)
+                           [r.to_json() for r in ranges], failures, progressed=delivered > 0)
 
     def _handle_failed_sink_records(self, failed: list, group: str, task_id: int, batch_id: int) -> int:
         """errors.tolerance=all: log the failed records and write them to the dead letter queue, once per

@@ -211,7 +211,8 @@ class Worker:
     # --- running -----------------------------------------------------------------------------------
 
     def run(self, name: str, *, task: int | None = None, until_caught_up: bool = False,
-            progress: Callable[[str], None] | None = None, max_batches: int = 10_000) -> list[BatchReport]:
+            progress: Callable[[str], None] | None = None, max_batches: int = 10_000,
+            skip_missing_task: bool = False) -> list[BatchReport]:
         found = self.stores.configs.require(name)
         if found["target_state"] in (PAUSED, STOPPED):
             log.info(f"[{name}] connector is {found['target_state']}; nothing to do "
@@ -228,6 +229,10 @@ class Worker:
             self._set_status(name, CONNECTOR_TASK, FAILED, secrets.scrub(trace))
             raise
         task_ids = range(len(task_configs)) if task is None else [task]
+        if task is not None and task >= len(task_configs) and skip_missing_task:
+            # tasks.max is a ceiling: a scheduler's slot beyond the tasks the connector made has nothing to do.
+            log.info(f"[{name}] connector has {len(task_configs)} task(s); task {task} has nothing to do")
+            return []
         if task is not None and task >= len(task_configs):
             raise ConfigError([Problem(TASKS_MAX, f"task {task} does not exist; connector '{name}' has "
                                                   f"{len(task_configs)} task(s)")])
@@ -262,7 +267,7 @@ class Worker:
                     report = runner.run_source(task, t, key, store)
                 logger.info(report.summary())
                 reports.append(report)
-                if not until_caught_up or report.outcome != "COMMITTED":
+                if not until_caught_up or report.outcome != "COMMITTED" or not report.progressed:
                     break
         except LakeConnectError as e:
             self._set_status(name, t, FAILED, secrets.scrub(str(e)))

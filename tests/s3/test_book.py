@@ -96,8 +96,13 @@ def test_field_partitioner_example_on_the_local_store(tmp_path):
     (store / "orders").mkdir(parents=True)  # the bucket, as S3 needs it to exist
     create(worker, tmp_path, book_config(S3SINK_FIELD, bucket="orders", region="us-east-1", access_key="x",
                                          secret_key="y", store_url=store.as_uri()))
-    r = cli("run", "s3sink-field", worker=worker)
+    # Until caught up: the first batch commits partition 3's objects; the second finds only partition 4's
+    # record, which stays held (flush.size 3), so the run stops instead of reading it again and again.
+    r = cli("run", "s3sink-field", "--until-caught-up", worker=worker, timeout=240)
     assert r.returncode == 0, r.stderr
+    assert "task 3: batch 1 committed 3 records" in r.stdout
+    assert "task 4: batch 1 read 1 records" in r.stdout and "holds them" in r.stdout
+    assert "task 4: batch 2" not in r.stdout
     assert local_objects(store / "orders") == FIELD_OBJECTS
     assert offsets(worker, "s3sink-field") == {3: 3}
 

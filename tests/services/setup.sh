@@ -4,8 +4,10 @@
 # 1. Debian packages: checks with dpkg-query which of the packages below are missing; as root it runs
 #    `apt-get update` + `apt-get install -y` for the missing ones only (a machine that has them all does no
 #    apt work at all); not root -> prints what is missing and exits 1.
-# 2. Python: creates .venv (python3 -m venv) if absent and runs `.venv/bin/pip install -e '.[test]'`.
-#    The install is skipped when a stamp (hash of pyproject.toml + python version) says it already ran.
+# 2. Python: creates .venv (python3 -m venv) if absent and runs `.venv/bin/pip install -e '.[test,airflow,notebooks]'`
+#    (Airflow 3 for dags/ and tests/dags: it installs beside pyspark with no conflict; ~35 s more; Jupyter's
+#    kernel and nbclient for the notebooks and tests/notebooks).
+#    The install is skipped when a stamp (hash of pyproject.toml + the extras + python version) says it ran.
 #    Set LAKECONNECT_FORCE_PIP=1 to force it.
 # Idempotent; takes well under a second when everything is present.
 set -euo pipefail
@@ -60,14 +62,15 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     python3 -m venv "$VENV"
 fi
 
+EXTRAS="test,airflow,notebooks"
 stamp_file="$VENV/.lakeconnect-install.stamp"
-stamp="$( { cat pyproject.toml; "$VENV/bin/python" -VV; } | sha256sum | cut -d' ' -f1)"
+stamp="$( { cat pyproject.toml; echo "$EXTRAS"; "$VENV/bin/python" -VV; } | sha256sum | cut -d' ' -f1)"
 if [[ "${LAKECONNECT_FORCE_PIP:-0}" != 1 && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
-    echo "setup: .venv up to date (pip install -e '.[test]' already done for this pyproject.toml)"
+    echo "setup: .venv up to date (pip install -e '.[$EXTRAS]' already done for this pyproject.toml)"
 else
-    echo "setup: .venv/bin/pip install -e '.[test]'"
+    echo "setup: .venv/bin/pip install -e '.[$EXTRAS]'"
     log="$VENV/lakeconnect-pip-install.log"
-    if ! "$VENV/bin/pip" install --disable-pip-version-check -e '.[test]' >"$log" 2>&1; then
+    if ! "$VENV/bin/pip" install --disable-pip-version-check -e ".[$EXTRAS]" >"$log" 2>&1; then
         echo "setup: pip install failed; last lines of $log:" >&2
         tail -n 30 "$log" >&2
         exit 1
