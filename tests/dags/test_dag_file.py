@@ -10,11 +10,8 @@ import logging
 import subprocess
 import sys
 
-import pytest
-
 from tests.conftest import REPO
 
-pytest.importorskip("airflow", reason="apache-airflow is not installed: `make setup` installs it")
 
 SECRET = "dag-s3cr3t-9f8e7d"
 

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-pytest.importorskip("airflow", reason="apache-airflow is not installed: `make setup` installs it")
 
 from ingest.orchestration.airflow_dags import AirflowException, AirflowFailException, check_trigger
 
