@@ -166,7 +166,7 @@ class ConnectApi:
         if included and self.worker.registry.find_connector(included) != info:
             raise RestError(400, f"Included connector type {included} does not match request type {plugin}")
         raw[CONNECTOR_CLASS] = raw.get(CONNECTOR_CLASS) or plugin
-        _register_secrets(raw)
+        _register_secrets(raw, self._definition(info))
         try:
             self.worker.validate(raw)
             problems = []
@@ -238,8 +238,13 @@ class ConnectApi:
         self._create(name, config)
         return Response(201, dict(self._info(name), tasks=[]))
 
+    def _connector_definition(self, config: Mapping[str, str | None]) -> ConfigDef | None:
+        """The keys of the connector a config names (PASSWORD types say what is secret), if it is known."""
+        info = self.worker.registry.find_connector(config.get(CONNECTOR_CLASS) or "")
+        return self._definition(info) if info is not None else None
+
     def _create(self, name: str, config: dict[str, str]) -> None:
-        _register_secrets(config)
+        _register_secrets(config, self._connector_definition(config))
         try:
             self.worker.create(name, config)
         except ConfigError as e:
@@ -266,10 +271,11 @@ class ConnectApi:
         if current is None:
             self._create(name, config)
             return Response(201, dict(self._info(name), tasks=[]))
+        definition = self._connector_definition(config)
         for key, value in config.items():  # a masked value sent back means "keep the secret"
-            if value == HIDDEN and key in current["config"] and is_secret_key(key):
+            if value == HIDDEN and key in current["config"] and is_secret_key(key, definition):
                 config[key] = current["config"][key]
-        _register_secrets(config)
+        _register_secrets(config, definition)
         try:
             self.worker.update(name, config)
         except ConfigError as e:
@@ -375,8 +381,8 @@ def _config_map(body: bytes) -> dict[str, str]:
     return out
 
 
-def _register_secrets(config: Mapping[str, str | None]) -> None:
-    secrets.register(v for k, v in config.items() if v and v != HIDDEN and is_secret_key(k))
+def _register_secrets(config: Mapping[str, str | None], definition: ConfigDef | None) -> None:
+    secrets.register(v for k, v in config.items() if v and v != HIDDEN and is_secret_key(k, definition))
 
 
 def _invalid(e: ConfigError) -> str:

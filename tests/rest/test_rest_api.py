@@ -99,11 +99,20 @@ def test_the_books_calls(rest, worker_file):
     # Edit what GET gave (the secret masked) and PUT it back: the stored secret is kept, the edit applied.
     status, updated = rest.call("PUT", "/connectors/s3sink-field/config", dict(shown, **{"flush.size": "5"}))
     assert status == 200 and len(updated["tasks"]) == 5 and updated["config"]["flush.size"] == "5"
+    # A PASSWORD key whose name says nothing of secrets is masked and kept the same way.
+    customer_key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+    status, keyed = rest.call("PUT", "/connectors/s3sink-field/config", dict(shown, **{
+        "flush.size": "5", "s3.sse.customer.key": customer_key, "s3.ssea.name": "AES256"}))
+    assert status == 200 and keyed["config"]["s3.sse.customer.key"] == "[hidden]", keyed
+    status, shown = rest.call("GET", "/connectors/s3sink-field/config")
+    assert shown["s3.sse.customer.key"] == "[hidden]"
+    assert rest.call("PUT", "/connectors/s3sink-field/config", shown)[0] == 200
     from ingest.config.worker import load_worker
     from ingest.runtime.worker import Worker
 
     stored = Worker(load_worker(str(worker_file))).get("s3sink-field", masked=False)["config"]
     assert stored["aws.secret.access.key"] == SECRET and stored["flush.size"] == "5"
+    assert stored["s3.sse.customer.key"] == customer_key
 
     status, expanded = rest.call("GET", "/connectors?expand=status&expand=info")
     assert status == 200 and expanded["s3sink-field"]["info"]["config"]["flush.size"] == "5"
