@@ -4,6 +4,7 @@ With `schemas.enable` (the default) a record is `{"schema":<schema JSON>,"payloa
 just the value JSON. Both directions produce and accept exactly Kafka's bytes. Reading groups records by
 their embedded schema (one small distinct query on the driver) and returns one DataFrame per schema;
 without schemas, values become a VARIANT column (Kafka's schemaless Map/List/primitive values).
+Common records are written and read by Java expressions in one pass (`_json_fast`, `_json_fast_read`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from connectors.converters._common import (
 )
 from connectors.converters._json_fast import available as json_fast_available
 from connectors.converters._json_fast import field_spec, json_record
+from connectors.converters._json_fast_read import UNSURE, payload_spec, schema_text, with_defaults
+from connectors.converters._json_fast_read import available as json_read_available
+from connectors.converters._json_fast_read import payload as json_payload
 from connectors.converters._json_read import JsonOptions, with_connect_value
 from connectors.converters._json_write import json_text, render, spark_type_problem
 from ingest.api import Converter, HeaderConverter
@@ -47,8 +51,8 @@ DUPLICATE_KEYS_ERROR = (
     "value; Spark's VARIANT refuses them unless spark.sql.variant.allowDuplicateKeys=true (then the last wins)"
 )
 _BAD = "\u0000"  # marks a bad record's key in the distinct-schema query; no schema text starts with it
-_TEXT, _PARSED, _ENVELOPE, _PAYLOAD, _CORRUPT = (
-    f"__lakeconnect_{n}" for n in ("text", "parsed", "envelope", "payload", "corrupt"))
+_TEXT, _PARSED, _ENVELOPE, _PAYLOAD, _CORRUPT, _KEY, _FAST_KEY, _FAST = (
+    f"__lakeconnect_{n}" for n in ("text", "parsed", "envelope", "payload", "corrupt", "key", "fast_key", "fast"))
 # Jackson's defaults, as Kafka's ObjectMapper has them: no single quotes, no NaN/Infinity tokens.
 STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
 
@@ -117,26 +121,28 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
             staged = staged.withColumn(_PARSED, F.try_parse_json(F.col(_TEXT)))
             raise_first_bad(staged, self._reason(raw, F.col(_TEXT)), _fix_for_bad_json())
             return [(None, _drop_staged(staged.withColumn(column, self._schemaless_value(raw, F.col(_PARSED)))))]
-        # One strict parse per record finds the schema texts (a small distinct on the driver) and bad records.
-        envelope = F.col(_ENVELOPE)
-        key = F.when(raw.isNull(), F.lit(None)).when(~_is_envelope(envelope), F.lit(_BAD)).otherwise(envelope["schema"])
-        texts = [r[0] for r in staged.withColumn(_ENVELOPE, _envelope(F.col(_TEXT))).select(key).distinct().collect()]
+        # One pass per record finds the schema texts (a small distinct on the driver) and bad records.
+        fast = json_read_available()
+        keyed = _with_schema_key(staged, raw, fast)
+        texts = [r[0] for r in keyed.select(_KEY).distinct().collect()]
         if _BAD in texts:
             raise_first_bad(staged, self._reason(raw, F.col(_TEXT)), _fix_for_bad_json())
         groups: dict[ConnectSchema | None, list[str]] = {}
         for t in texts:  # texts that differ only in spacing or key order are the same schema
-            groups.setdefault(None if t is None else self._parse_schema(staged, t), []).append(t)
+            groups.setdefault(None if t is None else self._parse_schema(keyed, t), []).append(t)
         out = []
         for schema, members in groups.items():
             part = staged
             if len(groups) > 1:  # with one schema (the usual case) every record belongs to it: no filter
-                schema_text = _envelope(F.col(_TEXT))["schema"]
-                part = part.where(schema_text.isNull() if schema is None else schema_text.isin(members))
-            part = part.withColumn(_PAYLOAD, _payload(F.col(_TEXT)))
+                # False, never null, for other records: Spark may push a filter on the value (a sink skipping
+                # null values) into this one, and reads the value wherever this is not false.
+                key = F.col(_KEY)
+                part = keyed.where(key.isNull() if schema is None else F.coalesce(key.isin(members), F.lit(False)))
             if schema is None:  # tombstones, and envelopes whose schema is null
+                part = part.withColumn(_PAYLOAD, _payload(F.col(_TEXT)))
                 part = part.withColumn(column, self._schemaless_value(raw, F.col(_PAYLOAD)))
             else:
-                part = with_connect_value(part, column, F.col(_PAYLOAD), schema, self.options)
+                part = self._with_value(part, column, raw, schema, fast)
             out.append((schema, _drop_staged(part)))
         return out
 
@@ -158,15 +164,30 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
         staged = df.withColumn(_TEXT, self._text(df[column]))
         return _drop_staged(bad_records(staged, self._reason(df[column], F.col(_TEXT))))
 
-    def _parse_schema(self, staged: DataFrame, text: str) -> ConnectSchema:
+    def _parse_schema(self, keyed: DataFrame, text: str) -> ConnectSchema:
         """The schema embedded as `text`; an invalid one raises DataError naming a record that carries it."""
         try:
             return self._schema_of(text)
         except DataError as e:
-            carries = _envelope(F.col(_TEXT))["schema"] == F.lit(text)
-            raise_first_bad(staged, F.when(carries, F.lit(f"invalid schema in the record: {e}")),
+            carries = F.col(_KEY) == F.lit(text)
+            raise_first_bad(keyed, F.when(carries, F.lit(f"invalid schema in the record: {e}")),
                             "fix the schema its producer embeds")
             raise
+
+    def _with_value(self, part: DataFrame, column: str, raw: Column, schema: ConnectSchema, fast: bool) -> DataFrame:
+        """`part` with `column` read as values of `schema`: by the Java reader where it applies (see
+        `_json_fast_read`), by the general expressions for every record it hands back."""
+        spec = payload_spec(schema, self.options) if fast else None
+        if spec is None:
+            part = part.withColumn(_PAYLOAD, _payload(F.col(_TEXT)))
+            return with_connect_value(part, column, F.col(_PAYLOAD), schema, self.options)
+        part = part.withColumn(_FAST, json_payload(raw, spec))
+        handled = F.col(_FAST)["handled"]
+        # The general path parses nothing for the records Java read (a null text parses to null at once).
+        # Its text is made here, not taken from _TEXT, which Spark would otherwise make for every record.
+        part = part.withColumn(_PAYLOAD, _payload(F.when(handled, F.lit(None)).otherwise(self._text(raw))))
+        value = with_defaults(F.col(_FAST)["value"], schema, self.options)
+        return with_connect_value(part, column, F.col(_PAYLOAD), schema, self.options, fast=(handled, value))
 
     # --- headers (values are strings in lakeconnect's record layout) --------------------------------
 
@@ -233,14 +254,36 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
         # Jackson accepts duplicate keys (the last wins), parse_json does not: valid if either parser says so.
         well_formed = envelope.isNotNull() | F.try_parse_json(text).isNotNull()
         # Empty bytes: Jackson reads a MissingNode, which is not an envelope (schemaless: a null value).
-        return (reason.when(F.length(raw) == 0, F.lit(ENVELOPE_ERROR))
-                .when(~well_formed, F.lit(SERIALIZATION_ERROR))
-                .when(~_is_envelope(envelope), F.lit(ENVELOPE_ERROR)))
+        strict = (reason.when(F.length(raw) == 0, F.lit(ENVELOPE_ERROR))
+                  .when(~well_formed, F.lit(SERIALIZATION_ERROR))
+                  .when(~_is_envelope(envelope), F.lit(ENVELOPE_ERROR)))
+        if json_read_available():
+            # A record the Java scan is sure of is a well-formed envelope: only the others are parsed here.
+            return F.when(schema_text(raw).eqNullSafe(F.lit(UNSURE)), strict)
+        return strict
 
     @staticmethod
     def _schemaless_value(raw: Column, parsed: Column) -> Column:
         """Kafka's schemaless value as a VARIANT; JSON null, empty bytes and null bytes are a null value."""
         return F.when(raw.isNull() | parsed.isNull() | F.is_variant_null(parsed), F.lit(None)).otherwise(parsed)
+
+
+def _with_schema_key(staged: DataFrame, raw: Column, fast: bool) -> DataFrame:
+    """`staged` with column _KEY: each record's embedded schema text, null for a tombstone or a null schema,
+    _BAD for a record that is not an envelope. With `fast`, the Java scan gives the raw text of most
+    records; only those it is unsure of (UNSURE) are parsed the strict way, whose key they then get."""
+    text = F.col(_TEXT)
+    if not fast:
+        keyed = staged.withColumn(_ENVELOPE, _envelope(text))
+        return keyed.withColumn(_KEY, _strict_key(raw, F.col(_ENVELOPE)))
+    keyed = staged.withColumn(_FAST_KEY, schema_text(raw))
+    unsure = F.col(_FAST_KEY).eqNullSafe(F.lit(UNSURE))
+    keyed = keyed.withColumn(_ENVELOPE, F.when(unsure, _envelope(text)))
+    return keyed.withColumn(_KEY, F.when(unsure, _strict_key(raw, F.col(_ENVELOPE))).otherwise(F.col(_FAST_KEY)))
+
+
+def _strict_key(raw: Column, envelope: Column) -> Column:
+    return F.when(raw.isNull(), F.lit(None)).when(~_is_envelope(envelope), F.lit(_BAD)).otherwise(envelope["schema"])
 
 
 def _envelope(text: Column) -> Column:
@@ -265,7 +308,7 @@ def _is_envelope(envelope: Column) -> Column:
 
 
 def _drop_staged(df: DataFrame) -> DataFrame:
-    return df.drop(_TEXT, _PARSED, _ENVELOPE, _PAYLOAD, _CORRUPT)
+    return df.drop(_TEXT, _PARSED, _ENVELOPE, _PAYLOAD, _CORRUPT, _KEY, _FAST_KEY, _FAST)
 
 
 def _fix_for_bad_json() -> str:

@@ -83,7 +83,7 @@ class S3SinkConnector(SinkConnector):
             _store(self.config)
         except ConfigError as e:
             messages += [str(p) for p in e.problems]
-        return messages
+        return list(dict.fromkeys(messages))  # the store checks its keys again (check_config) when it is made
 
     def warnings(self) -> list[str]:
         reasons = deterministic(self.config)

@@ -176,6 +176,14 @@ def test_bad_settings_are_refused_naming_the_key(world, config, key):
     assert any(p.key == key for p in e.value.problems), e.value
 
 
+def test_a_half_given_login_is_one_problem(world):
+    worker, objects, _ = world
+    with pytest.raises(ConfigError) as e:
+        sink(worker, objects, **{"aws.secret.access.key": "s3cr3t"})
+    assert [p.key for p in e.value.problems] == ["aws.access.key.id"], e.value
+    assert "s3cr3t" not in str(e.value)
+
+
 def test_a_missing_bucket_names_the_key_and_leaves_offsets_alone(world):
     worker, objects, produce = world
     produce([value(0), value(1)])

@@ -4,22 +4,14 @@ import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Base64;
-import java.util.Objects;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.codegen.Block;
-import org.apache.spark.sql.catalyst.expressions.codegen.CodeBlock;
-import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
-import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.unsafe.types.UTF8String;
 
-import scala.collection.immutable.IndexedSeq;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Kafka's JsonConverter text of a flat struct, written straight from Spark's internal row into bytes:
@@ -33,15 +25,12 @@ import scala.jdk.javaapi.CollectionConverters;
  * null or takes its default, a string that is not valid UTF-8) makes it return null, and the caller
  * falls back to the general expression for that record.
  *
- * <p>A plain {@code Expression} with one child (Spark's {@code UnaryExpression} cannot be extended from
- * Java), code-generated as a call of {@link #encode}, so the stage around it stays code-generated.
- *
  * <p>{@code spec} has one line per field: {@code <kind> <nulls> <JSON-quoted name>}, where kind is
  * {@code l} / {@code i} / {@code h} / {@code c} (long / int / short / byte), {@code b} (boolean), {@code s} (string), {@code y} (binary),
  * {@code D} (date), {@code T} (timestamp), {@code B<p>.<s>} / {@code N<p>.<s>} (decimal as base64 bytes
  * / as a number) and nulls is {@code n} (a null is written as null) or {@code x} (a null is not ours).
  */
-public final class JsonRecord extends Expression implements java.io.Serializable {
+public final class JsonRecord extends OneChildExpression {
     private static final long serialVersionUID = 1L;
     private static final byte[] NULL = "null".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] TRUE = "true".getBytes(StandardCharsets.US_ASCII);
@@ -60,7 +49,6 @@ public final class JsonRecord extends Expression implements java.io.Serializable
         SHORT_ESCAPES['\r'] = 'r';
     }
 
-    private final Expression child;
     private final String spec;
     private final String prefix;
     private final String suffix;
@@ -68,7 +56,7 @@ public final class JsonRecord extends Expression implements java.io.Serializable
     private transient volatile Layout layout;  // the parsed spec, made on first use in each JVM
 
     public JsonRecord(Expression child, String spec, String prefix, String suffix) {
-        this.child = child;
+        super(child);
         this.spec = spec;
         this.prefix = prefix;
         this.suffix = suffix;
@@ -303,8 +291,18 @@ public final class JsonRecord extends Expression implements java.io.Serializable
     // --- Spark's Expression ---------------------------------------------------------------------
 
     @Override
-    public Seq<Expression> children() {
-        return CollectionConverters.asScala(java.util.List.of(child)).toList();
+    public Object apply(Object value) {
+        return value == null ? null : encode((InternalRow) value);
+    }
+
+    @Override
+    protected Object[] constants() {
+        return new Object[] {spec, prefix, suffix};
+    }
+
+    @Override
+    protected Expression withChild(Expression newChild) {
+        return new JsonRecord(newChild, spec, prefix, suffix);
     }
 
     @Override
@@ -318,74 +316,7 @@ public final class JsonRecord extends Expression implements java.io.Serializable
     }
 
     @Override
-    public Object eval(InternalRow input) {
-        Object row = child.eval(input);
-        return row == null ? null : encode((InternalRow) row);
-    }
-
-    @Override
-    public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
-        String self = ctx.addReferenceObj("jsonRecord", this, JsonRecord.class.getName());
-        ExprCode in = child.genCode(ctx);
-        String code = "\nboolean " + ev.isNull() + " = " + in.isNull() + ";\n"
-                + "byte[] " + ev.value() + " = null;\n"
-                + "if (!" + ev.isNull() + ") {\n"
-                + "  " + ev.value() + " = " + self + ".encode(" + in.value() + ");\n"
-                + "  " + ev.isNull() + " = " + ev.value() + " == null;\n"
-                + "}\n";
-        Block block = new CodeBlock(CollectionConverters.asScala(java.util.List.of(code)).toList(),
-                CollectionConverters.asScala(java.util.List.<org.apache.spark.sql.catalyst.expressions.codegen.JavaCode>of()).toList());
-        ev.code_$eq(in.code().$plus(block));
-        return ev;
-    }
-
-    @Override
-    public Expression withNewChildrenInternal(IndexedSeq<Expression> newChildren) {
-        return new JsonRecord(newChildren.apply(0), spec, prefix, suffix);
-    }
-
-    @Override
     public String prettyName() {
         return "lakeconnect_json_record";
-    }
-
-    @Override
-    public int productArity() {
-        return 4;
-    }
-
-    @Override
-    public Object productElement(int n) {
-        switch (n) {
-            case 0:
-                return child;
-            case 1:
-                return spec;
-            case 2:
-                return prefix;
-            case 3:
-                return suffix;
-            default:
-                throw new IndexOutOfBoundsException(String.valueOf(n));
-        }
-    }
-
-    @Override
-    public boolean canEqual(Object other) {
-        return other instanceof JsonRecord;
-    }
-
-    @Override
-    public boolean equals(Object other) {
-        if (!(other instanceof JsonRecord)) {
-            return false;
-        }
-        JsonRecord o = (JsonRecord) other;
-        return child.equals(o.child) && spec.equals(o.spec) && prefix.equals(o.prefix) && suffix.equals(o.suffix);
-    }
-
-    @Override
-    public int hashCode() {
-        return Objects.hash(child, spec, prefix, suffix);
     }
 }
