@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -109,8 +110,8 @@ def test_a_string_that_is_not_utf8_is_written_as_spark_decodes_it(spark, make, m
 
 
 @pytest.mark.parametrize("schema", [
-    S.struct("nested", ("inner", S.struct("inner", ("a", S.INT32_SCHEMA)))),
     S.struct("floats", ("f", S.FLOAT64_SCHEMA)),
+    S.struct("nested", ("inner", S.struct("inner", ("f", S.FLOAT32_SCHEMA)))),
     S.struct("arrays", ("a", S.array(S.INT32_SCHEMA))),
     S.struct("maps", ("m", S.map_(S.STRING_SCHEMA, S.INT32_SCHEMA))),
     S.INT64_SCHEMA,
@@ -124,3 +125,55 @@ def test_fields_in_another_order_than_the_schema_take_the_general_expressions():
     swapped = T.StructType([T.StructField("b", T.IntegerType()), T.StructField("a", T.IntegerType())])
     assert _json_fast.field_spec(swapped, schema, JsonOptions("BASE64", True)) is None
     assert _json_fast.field_spec(schema.to_spark_type(), schema, JsonOptions("BASE64", True)) == 'i x "a"\ni x "b"'
+
+
+# A Debezium change event's shape: optional row structs before/after, a required source struct with a
+# defaulted field, Debezium's logical names on primitives (written as the primitive), a null struct.
+ROW = S.struct("db.t.Value", ("id", S.INT32_SCHEMA), ("name", S.OPTIONAL_STRING_SCHEMA),
+               ("born", replace(S.OPTIONAL_INT32_SCHEMA, name="io.debezium.time.Date")),
+               ("at", replace(S.OPTIONAL_INT64_SCHEMA, name="io.debezium.time.MicroTimestamp")),
+               ("zoned", replace(S.OPTIONAL_STRING_SCHEMA, name="io.debezium.time.ZonedTimestamp")),
+               ("price", S.decimal(2, 10, optional=True)), ("day", S.date(True)), optional=True)
+SOURCE = S.struct("io.debezium.connector.mysql.Source", ("version", S.STRING_SCHEMA),
+                  ("snapshot", S.OPTIONAL_STRING_SCHEMA.with_default("false")), ("pos", S.INT64_SCHEMA))
+ENVELOPE = S.struct("db.t.Envelope", ("before", ROW), ("after", ROW), ("source", SOURCE), ("op", S.STRING_SCHEMA),
+                    ("ts_ms", S.OPTIONAL_INT64_SCHEMA),
+                    ("transaction", S.struct("event.block", ("id", S.STRING_SCHEMA), optional=True)))
+
+
+def _event(rnd: random.Random, i: int):
+    def row():
+        if rnd.random() < 0.3:
+            return None
+        maybe = lambda v: None if rnd.random() < 0.2 else v  # noqa: E731
+        return (i, maybe(rnd.choice(STRINGS)), maybe(rnd.randint(-40000, 40000)), maybe(rnd.choice(LONGS)),
+                maybe("2024-01-02T03:04:05Z"), maybe(Decimal(rnd.randint(-(10**10) + 1, 10**10 - 1)).scaleb(-2)),
+                maybe(dt.date(2000, 1, 1) + dt.timedelta(days=rnd.randint(-9000, 9000))))
+    snapshot = None if rnd.random() < 0.2 else rnd.choice(["true", "last", "false"])  # null: its default
+    return (row(), row(), ("2.3.0.Final", snapshot, i), rnd.choice("crud"), rnd.choice([None, 1_700_000_000_000]),
+            None if rnd.random() < 0.9 else ("tx-1",))
+
+
+@pytest.mark.parametrize("configs", [{}, {"schemas.enable": "false"}, {"decimal.format": "NUMERIC"},
+                                     {"replace.null.with.default": "false"}])
+def test_nested_structs_are_written_as_the_general_expressions_write_them(spark, make, monkeypatch, configs):
+    rnd = random.Random(11)
+    rows = [(_event(rnd, i),) for i in range(300)] + [(None,)]
+    df = spark.createDataFrame(rows, T.StructType([T.StructField("value", ENVELOPE.to_spark_type(), True)]))
+    converter = make(KAFKA_CLASS, configs)
+    spec = _json_fast.field_spec(ENVELOPE.to_spark_type(), ENVELOPE, converter.options)
+    assert spec is not None and spec.count("{ n ") == 3 and spec.count("{ x ") == 1, spec
+    fast = converter.from_connect(df, "value", ENVELOPE)
+    assert "lakeconnect_json_record" in executed_plan(fast)
+    got, expected = column_bytes(fast), _general(monkeypatch, converter, df, ENVELOPE)
+    mismatched = [(g, e) for g, e in zip(got, expected) if g != e]
+    assert not mismatched, mismatched[:3]
+    assert any(b'"snapshot":"false"' in g for g in got if g)  # a null's default, from the general path
+
+
+def test_a_required_field_null_inside_a_nested_struct_gets_kafkas_error(spark, make):
+    # A DDL type: every field nullable, as a column computed by a transform may be.
+    df = spark.createDataFrame([((None, None, ("v", "true", None), "c", None, None),)],
+                               f"value {ENVELOPE.to_spark_type().simpleString()}")
+    with pytest.raises(Exception, match=r"required and has no default value \(\$\.source\.pos\)"):
+        make(KAFKA_CLASS).from_connect(df, "value", ENVELOPE).collect()

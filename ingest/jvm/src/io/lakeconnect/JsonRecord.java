@@ -28,7 +28,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>{@code spec} has one line per field: {@code <kind> <nulls> <JSON-quoted name>}, where kind is
  * {@code l} / {@code i} / {@code h} / {@code c} (long / int / short / byte), {@code b} (boolean), {@code s} (string), {@code y} (binary),
  * {@code D} (date), {@code T} (timestamp), {@code B<p>.<s>} / {@code N<p>.<s>} (decimal as base64 bytes
- * / as a number) and nulls is {@code n} (a null is written as null) or {@code x} (a null is not ours).
+ * / as a number) or {@code &#123;} (a struct: the lines after it, up to a line {@code &#125;}, are its
+ * fields), and nulls is {@code n} (a null is written as null) or {@code x} (a null is not ours).
  */
 public final class JsonRecord extends OneChildExpression {
     private static final long serialVersionUID = 1L;
@@ -68,8 +69,11 @@ public final class JsonRecord extends OneChildExpression {
         final byte[] name;
         final int precision;
         final int scale;
+        final Field[] fields;  // a struct's
 
-        Field(String line) {
+        /** The field of {@code lines[at[0]]}, and of the lines after it for a struct; at[0] moves past them. */
+        Field(String[] lines, int[] at) {
+            String line = lines[at[0]++];
             String[] parts = line.split(" ", 3);
             if (parts.length != 3 || parts[0].isEmpty() || !(parts[1].equals("n") || parts[1].equals("x"))) {
                 throw new IllegalArgumentException("bad field spec: " + line);
@@ -81,12 +85,26 @@ public final class JsonRecord extends OneChildExpression {
                 String[] ps = parts[0].substring(1).split("\\.");
                 precision = Integer.parseInt(ps[0]);
                 scale = Integer.parseInt(ps[1]);
-            } else if ("lihcbsyDT".indexOf(kind) >= 0 && parts[0].length() == 1) {
+            } else if ("lihcbsyDT{".indexOf(kind) >= 0 && parts[0].length() == 1) {
                 precision = 0;
                 scale = 0;
             } else {
                 throw new IllegalArgumentException("bad field kind: " + parts[0]);
             }
+            fields = kind == '{' ? fields(lines, at, true) : null;
+        }
+
+        /** The fields from lines[at[0]] on, up to the closing line of a struct ({@code nested}) or the end. */
+        static Field[] fields(String[] lines, int[] at, boolean nested) {
+            java.util.List<Field> out = new java.util.ArrayList<>();
+            while (at[0] < lines.length && !lines[at[0]].equals("}")) {
+                out.add(new Field(lines, at));
+            }
+            if (nested != (at[0] < lines.length)) {
+                throw new IllegalArgumentException(nested ? "a struct's fields are not closed" : "a '}' closes nothing");
+            }
+            at[0]++;  // past the closing line
+            return out.toArray(new Field[0]);
         }
     }
 
@@ -96,11 +114,7 @@ public final class JsonRecord extends OneChildExpression {
         final byte[] suffix;
 
         Layout(String spec, String prefix, String suffix) {
-            String[] lines = spec.isEmpty() ? new String[0] : spec.split("\n");
-            fields = new Field[lines.length];
-            for (int i = 0; i < lines.length; i++) {
-                fields[i] = new Field(lines[i]);
-            }
+            fields = Field.fields(spec.isEmpty() ? new String[0] : spec.split("\n"), new int[] {0}, false);
             this.prefix = prefix.getBytes(StandardCharsets.UTF_8);
             this.suffix = suffix.getBytes(StandardCharsets.UTF_8);
         }
@@ -157,10 +171,18 @@ public final class JsonRecord extends OneChildExpression {
         if (l == null) {
             l = layout = new Layout(spec, prefix, suffix);
         }
-        Field[] fields = l.fields;
         Buffer out = BUFFERS.get();
         out.size = 0;
         out.put(l.prefix);
+        if (!struct(out, row, l.fields)) {
+            return null;
+        }
+        out.put(l.suffix);
+        return Arrays.copyOf(out.bytes, out.size);
+    }
+
+    /** Writes the struct {@code row} of {@code fields}; false when it is not ours. */
+    private static boolean struct(Buffer out, InternalRow row, Field[] fields) {
         out.put((byte) '{');
         for (int i = 0; i < fields.length; i++) {
             Field f = fields[i];
@@ -170,7 +192,7 @@ public final class JsonRecord extends OneChildExpression {
             out.put(f.name);
             if (row.isNullAt(i)) {
                 if (!f.nullable) {
-                    return null;
+                    return false;
                 }
                 out.put(NULL);
                 continue;
@@ -193,7 +215,7 @@ public final class JsonRecord extends OneChildExpression {
                     break;
                 case 's':
                     if (!string(out, row.getUTF8String(i))) {
-                        return null;
+                        return false;
                     }
                     break;
                 case 'y':
@@ -212,13 +234,17 @@ public final class JsonRecord extends OneChildExpression {
                     out.put(row.getDecimal(i, f.precision, f.scale).toJavaBigDecimal().toString()
                             .getBytes(StandardCharsets.US_ASCII));
                     break;
+                case '{':
+                    if (!struct(out, row.getStruct(i, f.fields.length), f.fields)) {
+                        return false;
+                    }
+                    break;
                 default:
                     throw new IllegalStateException("field kind " + f.kind);
             }
         }
         out.put((byte) '}');
-        out.put(l.suffix);
-        return Arrays.copyOf(out.bytes, out.size);
+        return true;
     }
 
     /** Kafka's Decimal.fromLogical: the unscaled value's minimal two's-complement bytes, big-endian. */
