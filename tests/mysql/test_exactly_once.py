@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli
 from tests.mysql._cdc import (
-    BOOK_ROWS, BOOK_TABLE, Db, comparable, comparable_offsets, connector_config, create, records, run,
+    BOOK_ROWS, BOOK_TABLE, Db, comparable, comparable_offsets, connector_config, crash_each_step, create, records,
+    run,
 )
 from tests.runtime.helpers import topic_commits
 
@@ -38,17 +37,6 @@ def db(services):
     db.close()
 
 
-def _crash_each_step(worker, name: str, batch: int, between=None) -> None:
-    for step in SOURCE_STEPS:
-        r = cli("run", name, worker=worker, env={CRASH_ENV: step})
-        assert r.returncode == CRASH_EXIT, f"crash at {step}: exit {r.returncode}\n{r.stderr}"
-        assert f"killed after step '{step}'" in r.stderr
-        if step != SOURCE_STEPS[0]:
-            assert f"resuming batch {batch}, planned by an interrupted run" in r.stderr, r.stderr
-        if step == SOURCE_STEPS[0] and between:
-            between()
-
-
 def test_killed_at_every_step_of_a_snapshot_and_a_binlog_batch(tmp_path, services, db):
     config = connector_config(services, **{"topic.prefix": "crash", "database.include.list": DB,
                                             "table.include.list": f"{DB}.kafka_books,{DB}.authors"})
@@ -56,11 +44,11 @@ def test_killed_at_every_step_of_a_snapshot_and_a_binlog_batch(tmp_path, service
     crashed = create(tmp_path / "crashed", "cdc", {**config, "database.server.id": "10001"})
 
     run(clean, "cdc")  # the snapshot
-    _crash_each_step(crashed, "cdc", 1)
+    crash_each_step(crashed, "cdc", 1)
     db(*CHANGES)
     run(clean, "cdc")
     # Changes made after the crashed run planned its batch belong to the next batch.
-    _crash_each_step(crashed, "cdc", 2, between=lambda: db(*LATE))
+    crash_each_step(crashed, "cdc", 2, between=lambda: db(*LATE))
     run(clean, "cdc")
     r = run(crashed, "cdc")
     assert "batch 3 committed 1 records" in r.stdout + r.stderr, r.stdout + r.stderr
