@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from connectors.mysql.types import Column
+from connectors.transforms.headers import header_array, header_text
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records import schema as S
 
@@ -196,14 +197,25 @@ class TableEvents:
             key = F.when(code.isin(DELETE, TOMBSTONE), self._key(before)).otherwise(self._key(after))
         else:
             key = F.lit(None).cast("void")
+        headers = F.lit(None).cast(_HEADERS)
+        if self.key_schema is not None:
+            # Debezium's headers on a key change: the delete (and its tombstone) names the new key, the create
+            # the old one, each as SimpleHeaderConverter writes a struct.
+            key_type = self.key_schema.to_spark_type()
+            headers = (F.when(key_changed & code.isin(DELETE, TOMBSTONE), header_array(
+                           [(NEWKEY_HEADER, header_text(self._key(after), key_type, self.key_schema))]))
+                       .when(key_changed & (code == CREATE), header_array(
+                           [(OLDKEY_HEADER, header_text(self._key(before), key_type, self.key_schema))])))
         df = exploded.select(
             F.lit(self.topic).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION), key.alias(KEY),
-            value.alias(VALUE), F.lit(None).cast(_HEADERS).alias(HEADERS),
+            value.alias(VALUE), headers.cast(_HEADERS).alias(HEADERS),
             F.timestamp_millis(F.lit(ts_ms)).alias(TIMESTAMP), (F.col("seq") * 4 + F.col("__sub")).alias(SEQ))
         return RecordBatch(df, self.key_schema, self.value_schema, topics=(self.topic,))
 
 
 _HEADERS = "array<struct<key:string,value:string>>"
+NEWKEY_HEADER = "__debezium.newkey"
+OLDKEY_HEADER = "__debezium.oldkey"
 
 
 def _required(schema: S.ConnectSchema) -> S.ConnectSchema:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pymysql
+import pytest
 
+from connectors.mysql import binlog
 from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
 from tests.conftest import cli, write_worker
 from tests.runtime.helpers import topic_rows
@@ -153,3 +156,19 @@ def crash_each_step(worker: Path, name: str, batch: int, between=None) -> dict[s
                 between()
         seen[step] = r.stderr
     return seen
+
+
+def purge_binlog_through(db, *changes: str) -> list[str]:
+    """Make `changes` in a binlog file of their own, then flush and purge until the server no longer has
+    that file (MariaDB keeps a file while InnoDB may still need it for crash recovery); the files left."""
+    cur = db.conn.cursor()
+    db("FLUSH BINARY LOGS", *changes)
+    changed_in = binlog.master_position(cur).file
+    for _ in range(40):
+        db("FLUSH BINARY LOGS")
+        db(f"PURGE BINARY LOGS TO '{binlog.master_position(cur).file}'")
+        kept = [name for name, _ in binlog.binary_logs(cur)]
+        if changed_in not in kept:
+            return kept
+        time.sleep(0.25)
+    pytest.fail(f"MariaDB kept {changed_in} through 40 purges")

@@ -4,7 +4,10 @@ the same server: the same records at the same offsets, the same committed offset
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from deltalake import DeltaTable
 
 from tests.mysql._cdc import (
     BOOK_ROWS, BOOK_TABLE, Db, comparable, comparable_offsets, connector_config, crash_each_step, create, records,
@@ -59,7 +62,14 @@ def test_killed_at_every_step_of_a_snapshot_and_a_binlog_batch(tmp_path, service
         assert topic_commits(tmp_path / "crashed" / "lake", topic) == topic_commits(tmp_path / "clean" / "lake", topic)
     assert comparable_offsets(crashed, "cdc") == comparable_offsets(clean, "cdc")
     # 2 snapshot rows; c, c, u, d+tombstone+c (key change), d+tombstone; then the late c.
-    ops = [None if v is None else __import__("json").loads(v)["payload"]["op"]
+    ops = [None if v is None else json.loads(v)["payload"]["op"]
            for _, v in records(tmp_path / "crashed" / "lake", BOOKS)]
     assert ops == ["r", "r", "c", "c", "u", "d", None, "c", "d", None, "c"]
+    # Debezium's headers on the key change: the delete and its tombstone name the new key, the create the old.
+    rows = DeltaTable(str(tmp_path / "crashed" / "lake" / "topics" / BOOKS)).to_pyarrow_table(
+        columns=["offset", "headers"]).to_pylist()
+    text = lambda v: v if isinstance(v, str) else bytes(v).decode()  # noqa: E731
+    named = [[(e["key"], text(e["value"])) for e in r["headers"] or []] for r in sorted(rows, key=lambda r: r["offset"])]
+    assert named[5:8] == [[("__debezium.newkey", '{"id":20}')]] * 2 + [[("__debezium.oldkey", '{"id":3}')]], named
+    assert not any(named[:5] + named[8:]), named
     assert len(records(tmp_path / "crashed" / "lake", AUTHORS)) == 2

@@ -13,17 +13,16 @@ batch was planned before it too)."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 
 import pymysql
 import pytest
 
-from connectors.mysql import binlog
 from tests.conftest import cli
 from tests.mysql._cdc import (
-    Db, comparable, comparable_offsets, connector_config, crash_each_step, create, offsets, payloads, run,
+    Db, comparable, comparable_offsets, connector_config, crash_each_step, create, offsets, payloads,
+    purge_binlog_through, run,
 )
 from tests.runtime.helpers import topic_commits
 
@@ -111,20 +110,8 @@ def test_when_needed_snapshot_after_the_saved_file_was_purged(tmp_path, services
     topic = f"paths.{DB}.t"
     run(clean, "cdc")  # both offsets point into the file about to be purged
     run(crashed, "cdc")
-    # As test_resume: the change after the offsets goes into a file that is then purged; MariaDB keeps a
-    # file while InnoDB may still need it for crash recovery, so flush and purge until it is gone.
-    cur = db.conn.cursor()
-    db("FLUSH BINARY LOGS", "INSERT INTO t VALUES (3, 'c')")
-    changed_in = binlog.master_position(cur).file
-    for _ in range(40):
-        db("FLUSH BINARY LOGS")
-        db(f"PURGE BINARY LOGS TO '{binlog.master_position(cur).file}'")
-        if changed_in not in [name for name, _ in binlog.binary_logs(cur)]:
-            break
-        time.sleep(0.25)
-    else:
-        pytest.fail(f"MariaDB kept {changed_in} through 40 purges")
-    kept = [name for name, _ in binlog.binary_logs(cur)]
+    # The change after the offsets goes into a file that is then purged, with the offsets' own file.
+    kept = purge_binlog_through(db, "INSERT INTO t VALUES (3, 'c')")
     for worker in (clean, crashed):
         assert offsets(worker, "cdc")[0]["offset"]["file"] not in kept
 

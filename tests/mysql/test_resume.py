@@ -12,7 +12,7 @@ import pymysql
 import pytest
 
 from tests.conftest import REPO, cli
-from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, records, run
+from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, purge_binlog_through, records, run
 
 DB = "lc_cdc_resume"
 TOPIC = f"resume.{DB}.t"
@@ -90,21 +90,8 @@ def test_a_purged_binlog_fails_clearly_then_when_needed_takes_a_new_snapshot(tmp
     worker = create(tmp_path, "cdc", _config(services))
     run(worker, "cdc")
     before = offsets(worker, "cdc")
-    # The change after the offset goes into a file that is then purged. MariaDB keeps a file while InnoDB
-    # may still need it for crash recovery: flush and purge until that file is gone.
-    from connectors.mysql import binlog
-
-    cur = db.conn.cursor()
-    db("FLUSH BINARY LOGS", "INSERT INTO t VALUES (3, 'c')")
-    changed_in = binlog.master_position(cur).file
-    for _ in range(40):
-        db("FLUSH BINARY LOGS")
-        db(f"PURGE BINARY LOGS TO '{binlog.master_position(cur).file}'")
-        if changed_in not in [name for name, _ in binlog.binary_logs(cur)]:
-            break
-        time.sleep(0.25)
-    else:
-        pytest.fail(f"MariaDB kept {changed_in} through 40 purges")
+    # The change after the offset goes into a file that is then purged.
+    purge_binlog_through(db, "INSERT INTO t VALUES (3, 'c')")
 
     r = cli("run", "cdc", worker=worker)
     assert r.returncode == 1, r.stdout + r.stderr
