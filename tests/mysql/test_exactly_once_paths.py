@@ -53,12 +53,16 @@ def fresh_db(services):
     db.close()
 
 
-def _pair(tmp_path: Path, services, database: str, **extra: str) -> tuple[Path, Path]:
-    """The clean and the crashed connector: the same config but for database.server.id, separate lakes."""
+def _config(services, database: str, crashed: bool = False, **extra: str) -> dict[str, str]:
     config = connector_config(services, **{"topic.prefix": "paths", "database.include.list": database,
                                             "table.include.list": f"{database}.t", **extra})
-    clean = create(tmp_path / "clean", "cdc", config)
-    crashed = create(tmp_path / "crashed", "cdc", {**config, "database.server.id": CRASHED_SERVER_ID})
+    return {**config, "database.server.id": CRASHED_SERVER_ID} if crashed else config
+
+
+def _pair(tmp_path: Path, services, database: str, **extra: str) -> tuple[Path, Path]:
+    """The clean and the crashed connector: the same config but for database.server.id, separate lakes."""
+    clean = create(tmp_path / "clean", "cdc", _config(services, database, **extra))
+    crashed = create(tmp_path / "crashed", "cdc", _config(services, database, crashed=True, **extra))
     return clean, crashed
 
 
@@ -153,3 +157,41 @@ def test_never_first_batch_reads_the_binlog_from_its_oldest_file(tmp_path, servi
 
     _same(tmp_path, clean, crashed, topic)
     assert _changes(tmp_path / "crashed" / "lake", topic) == [(1, "c", "a"), (2, "c", "b")]
+
+
+def test_initial_only_takes_the_snapshot_and_then_nothing(tmp_path, services, db):
+    clean, crashed = _pair(tmp_path, services, DB, **{"snapshot.mode": "initial_only"})
+    topic = f"paths.{DB}.t"
+    run(clean, "cdc")
+    # The snapshot is pinned when its batch is planned: a row inserted after that is in neither snapshot.
+    crash_each_step(crashed, "cdc", 1, between=lambda: db("INSERT INTO t VALUES (3, 'late')"))
+
+    _same(tmp_path, clean, crashed, topic)
+    assert _changes(tmp_path / "crashed" / "lake", topic) == [(1, "r", "a"), (2, "r", "b")]
+    before = comparable_offsets(crashed, "cdc")
+    db("UPDATE t SET v = 'aa' WHERE id = 1")
+    run(crashed, "cdc")  # initial_only: no stream after the snapshot
+    assert _changes(tmp_path / "crashed" / "lake", topic) == [(1, "r", "a"), (2, "r", "b")]
+    assert comparable_offsets(crashed, "cdc") == before
+
+
+def test_recovery_resumes_the_stream_from_the_offsets(tmp_path, services, db):
+    """A connector switched to snapshot.mode=recovery (schema_only_recovery) after its snapshot: the next
+    batch reads the binlog from the saved position, killed at every step."""
+    clean, crashed = _pair(tmp_path, services, DB)
+    topic = f"paths.{DB}.t"
+    run(clean, "cdc")
+    run(crashed, "cdc")
+    for worker, crashed_side in ((clean, False), (crashed, True)):
+        body = tmp_path / "recovery.json"
+        body.write_text(json.dumps({"name": "cdc", "config": _config(services, DB, crashed=crashed_side,
+                                                                     **{"snapshot.mode": "recovery"})}))
+        r = cli("connectors", "update", str(body), worker=worker)
+        assert r.returncode == 0, r.stderr
+    db("INSERT INTO t VALUES (3, 'c')", "DELETE FROM t WHERE id = 1")
+    run(clean, "cdc")
+    crash_each_step(crashed, "cdc", 2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
+
+    _same(tmp_path, clean, crashed, topic)
+    assert _changes(tmp_path / "crashed" / "lake", topic) == [(1, "r", "a"), (2, "r", "b"), (3, "c", "c"),
+                                                              (1, "d", None), (1, None, None)]
