@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 log = logging.getLogger(__name__)
 
 NULL_PARTITION_DIR = "__HIVE_DEFAULT_PARTITION__"
-STRING_STATS_PREFIX = 32  # as Delta Spark: long strings keep a 32-character min, and no max
+STRING_STATS_PREFIX = 32  # as Delta Spark: long strings keep 32-character bounds (the max raised)
 ROW_GROUP_ROWS = 1 << 20  # batches are buffered up to this many rows per Parquet row group
 ROW_GROUP_BYTES = 128 << 20
 
@@ -228,9 +228,24 @@ class _ColumnStats:
             return lo, hi
         if self.kind == "string":
             if len(hi) > STRING_STATS_PREFIX:
-                return lo[:STRING_STATS_PREFIX], None
+                # A max is needed: delta-rs prunes a file whose max is missing as if it were null, so a
+                # lookup of a long value would never find it. The prefix with its last character raised
+                # is still above every value that starts with it (delta-rs truncates its own so).
+                upper = _raised(hi[:STRING_STATS_PREFIX])
+                return None if upper is None else (lo[:STRING_STATS_PREFIX], upper)
             return lo[:STRING_STATS_PREFIX], hi
         return lo, hi
+
+
+def _raised(prefix: str) -> str | None:
+    """The shortest string above every string starting with `prefix`; None if there is none."""
+    for i in range(len(prefix) - 1, -1, -1):
+        code = ord(prefix[i]) + 1
+        if 0xD800 <= code <= 0xDFFF:  # surrogates are not characters of a UTF-8 string
+            code = 0xE000
+        if code <= 0x10FFFF:
+            return prefix[:i] + chr(code)
+    return None
 
 
 def stats_json(num_records: int, bounds: dict[str, tuple[Any, Any]], null_counts: dict[str, int]) -> str:

@@ -64,3 +64,15 @@ def test_corrupt_state_table_is_a_clear_error(stores, tmp_path):
     fresh = Stores.open(str(tmp_path / "lake"), configs="c", offsets="o", status="s", runs="r")
     with pytest.raises(StateError, match="cannot be read"):
         fresh.offsets.committed("src")
+
+
+@pytest.mark.parametrize("length", [31, 32, 33, 80])
+def test_long_connector_names_find_their_offsets(stores, length):
+    """A name longer than the 32 characters string statistics keep: the file holding it must not be
+    pruned from the lookup (delta-rs prunes a file with a min and no max as if the max were null)."""
+    name = "c" * (length - 1) + "x"
+    p = '{"filename":"/tmp/a"}'
+    stores.offsets.commit(name, {p: {"position": 7}}, task=0, batch_id=1, app_id=f"{name}:task-0")
+    stores.offsets.commit("other", {p: {"position": 1}}, task=0, batch_id=1, app_id="other:task-0")
+    assert stores.offsets.committed(name)[p].offset == {"position": 7}
+    assert stores.runs.last(name, 0) is None
