@@ -7,6 +7,7 @@ tried again (exit code 75, EX_TEMPFAIL, so a scheduler retries only those); `Fat
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -72,3 +73,21 @@ class FatalError(LakeConnectError):
 
 class DataError(LakeConnectError):
     """One record cannot be converted, transformed or written."""
+
+
+def from_executor(e: BaseException, doing: str) -> LakeConnectError:
+    """The error a Spark task raised on an executor (a DataError naming the record, a ConfigError naming
+    the key to fix…), without Spark's trace; else the last line of the Python worker's traceback."""
+    if isinstance(e, LakeConnectError):
+        return e
+    text = str(e)
+    found = re.findall(r"(?m)^\s*(?:ingest\.errors\.)?(DataError|ConfigError|RetriableError|FatalError|StateError): "
+                       r"(.+?)(?: SQLSTATE: \w+)?$", text)
+    if found:
+        name, message = found[-1]
+        cls = globals()[name]
+        message = message.strip().removeprefix("invalid configuration: ")
+        return ConfigError([Problem(None, message)]) if cls is ConfigError else cls(message)
+    last = re.findall(r"(?m)^\s*(\w+(?:Error|Exception)): (.+?)(?: SQLSTATE: \w+)?$", text)
+    detail = f"{last[-1][0]}: {last[-1][1]}" if last else (text.strip().splitlines() or [type(e).__name__])[0]
+    return LakeConnectError(f"{doing} failed: {detail}")

@@ -29,7 +29,7 @@ from connectors.s3.writer import (
 )
 from ingest.api import OffsetAndMetadata, SinkConnector, SinkTask, TopicRange
 from ingest.config.configdef import ConfigDef
-from ingest.errors import ConfigError, LakeConnectError, Problem
+from ingest.errors import ConfigError, from_executor
 from ingest.records import HEADERS, KEY, OFFSET, PARTITION, TOPIC, VALUE, RecordBatch
 from ingest.registry import PluginKind, default_registry
 
@@ -162,7 +162,7 @@ class S3SinkTask(SinkTask):
         try:
             rows = ordered.mapInArrow(write_partitions(plan), OUTPUT_DDL).collect()
         except Exception as e:  # a record the writer refused fails the task on an executor: say which
-            raise _explained(e) from None
+            raise from_executor(e, "writing objects") from None
         errant = []
         starts = {(r.topic, r.partition): r.start for r in ranges}
         ends = {(r.topic, r.partition): r.end for r in ranges}
@@ -271,26 +271,6 @@ class S3SinkTask(SinkTask):
             df = batch.df.filter(coords.isin(wanted))
             out.append(batch.with_df(mark(df, "TASK_PUT", "io.confluent.connect.s3.S3SinkTask", messages[coords])))
         return out
-
-
-def _explained(e: Exception) -> Exception:
-    """The error an executor raised (a DataError naming the record, a store error naming the key to fix),
-    without Spark's trace; else the last line of the Python worker's traceback."""
-    from ingest import errors
-
-    text = str(e)
-    found = re.findall(r"(?m)^\s*(?:ingest\.errors\.)?(DataError|ConfigError|RetriableError|FatalError|StateError): "
-                       r"(.+?)(?: SQLSTATE: \w+)?$", text)
-    if found:
-        name, message = found[-1]
-        cls = getattr(errors, name)
-        message = message.strip().removeprefix("invalid configuration: ")
-        return ConfigError([Problem(None, message)]) if cls is ConfigError else cls(message)
-    if isinstance(e, LakeConnectError):
-        return e
-    last = re.findall(r"(?m)^\s*(\w+(?:Error|Exception)): (.+?)(?: SQLSTATE: \w+)?$", text)
-    detail = f"{last[-1][0]}: {last[-1][1]}" if last else text.strip().splitlines()[0]
-    return LakeConnectError(f"writing objects failed: {detail}")
 
 
 S3SinkConnector.task_class = S3SinkTask
