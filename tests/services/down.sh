@@ -62,7 +62,7 @@ stop() {
 
 rm -f "$SVC/services.env"
 stop kafka   "$SVC/kafka/mock_kafka.pid"   mock_kafka.py                  10
-rm -f "$SVC/kafka/bootstrap"
+rm -f "$SVC/kafka/bootstrap" "$SVC/kafka/control"
 stop s3      "$SVC/moto.pid"               moto_server                    10
 stop mariadb "$SVC/mariadb/mariadb.pid"    "--datadir=$SVC/mariadb/data"  120
 echo "down.sh: postgres (machine's cluster, left running)"

@@ -9,8 +9,11 @@
 #             access over TCP is refused, role postgres gets the password `postgres`.
 #   s3        moto_server on port $LAKECONNECT_S3_PORT (default 5055); log and pid under .services/.
 #   kafka     librdkafka's mock cluster (tests/services/mock_kafka.py, $LAKECONNECT_KAFKA_BROKERS
-#             brokers, default 3) with topics orders:5 topic-to-export:1 (override with
-#             $LAKECONNECT_KAFKA_TOPICS) plus lakeconnect-selftest:1 for the start-up check.
+#             brokers, default 3) with topics orders:5 topic-to-export:1 connect-batch-markers:1 (the
+#             batch markers of exactly-once sources, which the mock's admin API cannot create; override with
+#             $LAKECONNECT_KAFKA_TOPICS) plus lakeconnect-selftest:1 for the start-up check, and its
+#             topic control server (`create <topic> <partitions>` lines, see mock_kafka.py) on a random
+#             port, written to .services/kafka/control.
 #
 # Writes every address to .services/services.env (KEY=value lines, read by tests/services/fixtures.py).
 # Idempotent: services already running (pid alive + answering) are reused. Prints one line per service;
@@ -29,7 +32,7 @@ MARIADB_PORT="${LAKECONNECT_MARIADB_PORT:-3316}"
 PG_PORT="${LAKECONNECT_POSTGRES_PORT:-5432}"
 S3_PORT="${LAKECONNECT_S3_PORT:-5055}"
 KAFKA_BROKERS="${LAKECONNECT_KAFKA_BROKERS:-3}"
-KAFKA_TOPICS="${LAKECONNECT_KAFKA_TOPICS:-orders:5 topic-to-export:1}"
+KAFKA_TOPICS="${LAKECONNECT_KAFKA_TOPICS:-orders:5 topic-to-export:1 connect-batch-markers:1}"
 KAFKA_SELFTEST_TOPIC="lakeconnect-selftest"
 DB="lakeconnect_test"
 
@@ -298,25 +301,29 @@ start_moto() {
 K_DIR="$SVC/kafka"
 K_PIDF="$K_DIR/mock_kafka.pid"
 K_BOOT="$K_DIR/bootstrap"
+K_CTL="$K_DIR/control"
 K_LOG="$K_DIR/mock_kafka.log"
 KAFKA_BOOTSTRAP=""
+KAFKA_CONTROL=""
 
 start_kafka() {
     local pid started="" t0=$(now_us)
     mkdir -p "$K_DIR"
-    if ! pid="$(pid_of "$K_PIDF" mock_kafka.py "--brokers $KAFKA_BROKERS ")" || [[ ! -s "$K_BOOT" ]]; then
+    if ! pid="$(pid_of "$K_PIDF" mock_kafka.py "--brokers $KAFKA_BROKERS " "--control-file $K_CTL ")" \
+            || [[ ! -s "$K_BOOT" || ! -s "$K_CTL" ]]; then
         if pid="$(pid_of "$K_PIDF" mock_kafka.py)"; then
-            fail kafka "mock_kafka.py pid $pid runs with other settings (or lost its bootstrap file): run tests/services/down.sh first"
+            fail kafka "mock_kafka.py pid $pid runs with other settings (or lost its bootstrap or control file): run tests/services/down.sh first"
             return 1
         fi
-        rm -f "$K_PIDF" "$K_BOOT"
+        rm -f "$K_PIDF" "$K_BOOT" "$K_CTL"
         # shellcheck disable=SC2086
         nohup "$PY" "$HERE/mock_kafka.py" --brokers "$KAFKA_BROKERS" --bootstrap-file "$K_BOOT" \
-            --pid-file "$K_PIDF" $KAFKA_TOPICS "$KAFKA_SELFTEST_TOPIC:1" </dev/null >>"$K_LOG" 2>&1 9>&- &
+            --control-file "$K_CTL" --pid-file "$K_PIDF" $KAFKA_TOPICS "$KAFKA_SELFTEST_TOPIC:1" \
+            </dev/null >>"$K_LOG" 2>&1 9>&- &
         pid=$!
         started=" (started"
         local deadline=$((SECONDS + WAIT))
-        until [[ -s "$K_BOOT" ]]; do
+        until [[ -s "$K_BOOT" ]]; do  # mock_kafka.py writes the control file first
             if ! kill -0 "$pid" 2>/dev/null; then
                 fail kafka "mock_kafka.py (pid $pid) exited"; tail_log "$K_LOG"; return 1
             fi
@@ -328,14 +335,15 @@ start_kafka() {
         done
     fi
     if ! timeout $((WAIT + 10)) "$PY" "$HERE/mock_kafka.py" --check --bootstrap-file "$K_BOOT" \
-            --check-topic "$KAFKA_SELFTEST_TOPIC" --timeout "$WAIT" 2>>"$K_LOG"; then
-        fail kafka "produce/consume round trip (group.protocol=consumer) failed on $(cat "$K_BOOT" 2>/dev/null)"
+            --control-file "$K_CTL" --check-topic "$KAFKA_SELFTEST_TOPIC" --timeout "$WAIT" 2>>"$K_LOG"; then
+        fail kafka "produce/consume round trip (group.protocol=consumer) or control server check failed on $(cat "$K_BOOT" 2>/dev/null)"
         tail_log "$K_LOG"
         return 1
     fi
     KAFKA_BOOTSTRAP="$(cat "$K_BOOT")"
+    KAFKA_CONTROL="$(cat "$K_CTL")"
     [[ -n "$started" ]] && started="$started, ready in $(elapsed "$t0")s)"
-    ok kafka "$KAFKA_BOOTSTRAP pid $pid ($KAFKA_BROKERS-broker librdkafka mock, round trip OK)$started"
+    ok kafka "$KAFKA_BOOTSTRAP pid $pid ($KAFKA_BROKERS-broker librdkafka mock, round trip OK, control $KAFKA_CONTROL)$started"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -372,6 +380,7 @@ LAKECONNECT_TEST_POSTGRES_PASSWORD=$PG_PASSWORD
 LAKECONNECT_TEST_POSTGRES_DATABASE=$DB
 LAKECONNECT_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 LAKECONNECT_TEST_KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP
+LAKECONNECT_TEST_KAFKA_CONTROL=$KAFKA_CONTROL
 EOF
 mv "$ENV_FILE.tmp" "$ENV_FILE"
 echo "up.sh: all services up in $(elapsed "$START_TS")s; addresses in ${ENV_FILE#"$ROOT"/}"
