@@ -1,4 +1,4 @@
-"""`lakeconnect topics …`: Kafka's console tools over topic tables.
+"""`lakeconnect topics …`: Kafka's console tools over the worker's topics (Delta tables or a Kafka cluster).
 
 `produce` reads one record per line from stdin (`--property parse.key=true` splits key and value at
 `key.separator`, a tab by default); `consume` prints one record per line, key and value decoded as text
@@ -38,11 +38,18 @@ def _context(args):
     return str(worker[LAKE_ROOT]).rstrip("/"), storage_options(worker) or None, worker
 
 
-def _topic(args):
-    from ingest.topics import TopicTable
+def _backend(args):
+    """The worker's topics: Delta tables under the lake, or its Kafka cluster (`topic.backend`), written
+    to as Kafka's console producer does (no transactions)."""
+    from ingest.topics.backend import open_topics
 
     lake, so, worker = _context(args)
-    return TopicTable(lake, args.topic, storage_options=so), worker
+    return open_topics(worker.originals, lake, so, transactional=False), worker
+
+
+def _topic(args):
+    topics, worker = _backend(args)
+    return topics.topic(args.topic), worker
 
 
 def _spark(worker):
@@ -65,10 +72,8 @@ def cmd_create(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from ingest.topics import list_topics
-
-    lake, so, _ = _context(args)
-    for t in list_topics(lake):
+    topics, _ = _backend(args)
+    for t in topics.names():
         print(t)
     return 0
 

@@ -12,7 +12,9 @@ from typing import Any
 from ingest.api import ExactlyOnceSupport
 from ingest.config.configdef import Config, ConfigDef, Importance, Range, Type, ValidRegex, ValidString
 from ingest.config.providers import ConfigResolver
-from ingest.config.worker import FILE_CONNECTORS_ENABLE, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER
+from ingest.config.worker import (EXACTLY_ONCE_SOURCE_SUPPORT, FILE_CONNECTORS_ENABLE, HEADER_CONVERTER,
+                                  KEY_CONVERTER, OVERRIDE_POLICY, TOPIC_BACKEND, VALUE_CONVERTER,
+                                  override_problems)
 from ingest.errors import ConfigError, Problem
 from ingest.registry import PluginInfo, PluginKind, Registry
 from ingest.runtime import secrets
@@ -104,7 +106,13 @@ def common_config_def(kind: str) -> ConfigDef:
         d.define("exactly.once.support", Type.STRING, "requested", ValidString.of("requested", "required"),
                  group="Exactly Once Support", doc="KIP-618: required refuses connectors that cannot guarantee it.")
         d.define("transaction.boundary", Type.STRING, "poll", ValidString.of("poll", "interval", "connector"),
-                 group="Exactly Once Support", doc="KIP-618: each batch is one transaction here.")
+                 group="Exactly Once Support",
+                 doc="KIP-618, with Kafka topics: poll = one transaction per Spark task of a batch; interval = "
+                     "one every transaction.boundary.interval.ms; connector = the whole batch in one task and one "
+                     "transaction. A batch on Delta topics is always one commit.")
+        d.define("transaction.boundary.interval.ms", Type.LONG, None, Range.at_least(0), group="Exactly Once Support",
+                 doc="KIP-618: with transaction.boundary=interval, how often a task commits its transaction "
+                     "(default: 60000).")
         d.define("offsets.storage.topic", Type.STRING, None, group="Exactly Once Support",
                  doc="A connector-specific offsets table name (KIP-618), overriding the worker's.")
     else:
@@ -236,6 +244,12 @@ def validate_connector(
         if t is not None:
             transforms.append((label, t, pred or None, negate == "true"))
 
+    problems += override_problems(str(worker.originals.get(OVERRIDE_POLICY) or "All"), values)
+    if (kind == "source" and typed.get("exactly.once.support") == "required"
+            and str(worker.originals.get(TOPIC_BACKEND) or "delta").lower() == "kafka"
+            and str(worker.originals.get(EXACTLY_ONCE_SOURCE_SUPPORT) or "enabled").lower() != "enabled"):
+        problems.append(Problem("exactly.once.support", "is required, but the worker's exactly.once.source.support "
+                                "is not enabled, so batches are produced to Kafka at least once"))
     if info is not None and not problems:
         connector = info.cls(config)
         if kind == "source" and typed.get("exactly.once.support") == "required":

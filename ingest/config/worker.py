@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from ingest.config.configdef import Config, ConfigDef, Importance, Type
+from ingest.config.configdef import Config, ConfigDef, Importance, Type, ValidString
 from ingest.config.loader import load_properties_file
 from ingest.errors import ConfigError, Problem
 
@@ -28,6 +29,12 @@ SPARK_MASTER = "spark.master"
 KEY_CONVERTER = "key.converter"
 VALUE_CONVERTER = "value.converter"
 HEADER_CONVERTER = "header.converter"
+TOPIC_BACKEND = "topic.backend"
+OVERRIDE_POLICY = "lake.client.config.override.policy"
+EXACTLY_ONCE_SOURCE_SUPPORT = "exactly.once.source.support"
+MARKERS_TOPIC = "lake.kafka.batch.markers.topic"
+OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
+PRINCIPAL_KEYS = {"sasl.jaas.config", "sasl.mechanism", "security.protocol"}
 
 # MSK Connect's default worker configuration.
 MSK_DEFAULTS = {
@@ -79,10 +86,24 @@ def worker_config_def() -> ConfigDef:
              doc="Default converter for record values; connectors may override it.")
     d.define(HEADER_CONVERTER, Type.CLASS, "org.apache.kafka.connect.storage.SimpleHeaderConverter",
              group="Converters", doc="Default converter for header values.")
+    d.define(TOPIC_BACKEND, Type.STRING, "delta", ValidString.of("delta", "kafka"), Importance.HIGH, group="Topics",
+             doc="Where topics live: delta (tables under <lake.root>/topics) or kafka (the cluster of "
+                 "kafka.bootstrap.servers, with kafka.* client settings such as security.protocol and sasl.*).")
+    d.define(OVERRIDE_POLICY, Type.STRING, "All", ValidString.of("None", "Principal", "All"), group="Topics",
+             doc="Kafka's connector.client.config.override.policy (blocked in MSK worker files, so it lives "
+                 "here): which producer.override.* / consumer.override.* keys connectors may set.")
+    d.define(EXACTLY_ONCE_SOURCE_SUPPORT, Type.STRING, "enabled", ValidString.of("disabled", "preparing", "enabled",
+             case_insensitive=True), group="Topics",
+             doc="KIP-618, for topic.backend=kafka: enabled produces every batch in Kafka transactions, so a batch "
+                 "run again after a crash adds nothing twice; disabled (or preparing) gives Kafka Connect's "
+                 "at-least-once delivery, for clusters without transactions. Delta topics are always exactly-once.")
+    d.define(MARKERS_TOPIC, Type.STRING, "connect-batch-markers", group="Topics",
+             doc="The Kafka topic (one partition, compacted) where each transaction of a source batch records "
+                 "how many of its records it committed; created when missing.")
     d.define("config.providers", Type.LIST, "", group="Config providers",
              doc="Names of config providers, each with config.providers.<name>.class.")
     for prefix in ("spark.", "lake.storage.", "config.providers.", "key.converter.", "value.converter.",
-                   "header.converter.", "producer.", "consumer.", "offset.", "task.", "topic.creation."):
+                   "header.converter.", "producer.", "consumer.", "offset.", "task.", "topic.creation.", "kafka."):
         d.allow_prefix(prefix)
     return d
 
@@ -140,3 +161,17 @@ def spark_settings(worker: Config) -> dict[str, str]:
 
 def storage_options(worker: Config) -> dict[str, str]:
     return {k[len("lake.storage."):]: str(v) for k, v in worker.originals.items() if k.startswith("lake.storage.")}
+
+
+def override_problems(policy: str, connector: Mapping[str, Any]) -> list[Problem]:
+    """The connector's client overrides the worker's policy forbids, in Kafka's words."""
+    problems = []
+    for k in connector:
+        prefix = next((p for p in OVERRIDE_PREFIXES if k.startswith(p)), None)
+        if prefix is None:
+            continue
+        name = k[len(prefix):]
+        if policy == "None" or (policy == "Principal" and name not in PRINCIPAL_KEYS):
+            problems.append(Problem(k, f"The '{policy}' policy does not allow '{name}' to be overridden in the "
+                                       "connector configuration."))
+    return problems

@@ -33,7 +33,9 @@ from ingest.runtime.tolerance import (
 )
 from ingest.state.stores import COMMITTED, EMPTY, PLANNED, Stores
 from ingest.state.tables import canonical_json, eq, now
-from ingest.topics import SchemaRegistry, TopicTable, list_topics
+from ingest.topics import SchemaRegistry, TopicTable
+from ingest.topics.backend import DeltaTopics, KafkaTopics
+from ingest.topics.kafka import KafkaTopic
 
 
 @dataclass
@@ -70,6 +72,9 @@ class BatchReport:
                 f"{failed}{again}")
 
 
+MARKERS_FROM = "markers_from"  # in a source batch's plan: where its Kafka transactions' markers start
+
+
 class _Steps:
     """Times each step and passes the fault-injection point after it."""
 
@@ -91,8 +96,10 @@ class BatchRunner:
     """Runs batches of one connector task against the lake's topics and state stores."""
 
     def __init__(self, setup: ConnectorSetup, stores: Stores, lake_root: str, storage_options: dict[str, str],
-                 pipeline: Pipeline, log, progress: Callable[[str], None] | None = None):
+                 pipeline: Pipeline, log, progress: Callable[[str], None] | None = None,
+                 topics: DeltaTopics | KafkaTopics | None = None):
         self.setup = setup
+        self.topics = topics or DeltaTopics(lake_root, storage_options or None)
         self.stores = stores
         self.lake_root = lake_root
         self.storage_options = storage_options
@@ -101,8 +108,8 @@ class BatchRunner:
         self.progress = progress
         self.name = setup.name
 
-    def _topic(self, name: str) -> TopicTable:
-        return TopicTable(self.lake_root, name, storage_options=self.storage_options or None)
+    def _topic(self, name: str) -> TopicTable | KafkaTopic:
+        return self.topics.topic(name)
 
     def _next_batch(self, task_id: int) -> tuple[int, dict[str, Any] | None]:
         last = self.stores.runs.last(self.name, task_id)
@@ -120,6 +127,7 @@ class BatchRunner:
         started = now()
         if pending is not None:
             plan = SourcePlan.from_json(pending)
+            mark = pending.get(MARKERS_FROM)
             self.log.info(f"resuming batch {batch_id}, planned by an interrupted run")
         else:
             committed = {p: e.offset for p, e in offsets_store.committed(offsets_key).items()}
@@ -129,7 +137,10 @@ class BatchRunner:
             if plan.empty:
                 self.stores.runs.record(self.name, task_id, batch_id, EMPTY)
                 return BatchReport(self.name, task_id, None, EMPTY)
-            self.stores.runs.record(self.name, task_id, batch_id, PLANNED, plan=plan.to_json())
+            mark = self.topics.batch_mark()
+            self.stores.runs.record(self.name, task_id, batch_id, PLANNED,
+                                    plan={**plan.to_json(), **({MARKERS_FROM: mark} if mark is not None else {})})
+        marks = {MARKERS_FROM: mark} if mark is not None else {}
         steps.done("plan")
 
         policy = self.pipeline.policy
@@ -156,7 +167,7 @@ class BatchRunner:
                     table.create(partitions, if_not_exists=True)
                     part = df.filter(F.col(TOPIC) == topic).drop(TOPIC)
                     result = policy.retrying(lambda t=table, d=part: t.append(d, app_id=app_id, version=batch_id,
-                                                                              counts=counts),
+                                                                              counts=counts, **marks),
                                              KAFKA_PRODUCE, f"writing topic '{topic}'")
                     if result is not None:
                         written += result.count
@@ -255,8 +266,7 @@ class BatchRunner:
         if config[TOPICS]:
             return list(config[TOPICS])
         pattern = re.compile(config[TOPICS_REGEX])
-        return [t for t in list_topics(self.lake_root)
-                if pattern.fullmatch(t)]
+        return [t for t in self.topics.names() if pattern.fullmatch(t)]
 
     def _assigned(self, task_id: int, task_count: int, *, warn: bool = False) -> list[tuple[str, int, int, int]]:
         """This task's (topic, partition, log start, end offset): the topics' partitions dealt round-robin."""
@@ -284,8 +294,13 @@ class BatchRunner:
 
     def plan_sink(self, task_id: int, task_count: int, group: str) -> list[TopicRange]:
         committed = self._committed(group)
+        assigned = self._assigned(task_id, task_count, warn=True)
+        # A connector re-created under the same name on another lake continues from its consumer group.
+        from_group = self.topics.group_offsets(group, [(t, p) for t, p, _, _ in assigned if (t, p) not in committed])
+        for tp, offset in from_group.items():
+            committed[tp] = {"kafka_offset": offset}
         ranges = []
-        for topic, p, start_offset, end in self._assigned(task_id, task_count, warn=True):
+        for topic, p, start_offset, end in assigned:
             entry = committed.get((topic, p)) or {}
             start = entry.get("kafka_offset", start_offset)
             if start < start_offset:
@@ -368,6 +383,8 @@ class BatchRunner:
             ends[canonical_json({"kafka_partition": p, "kafka_topic": t})] = {
                 "kafka_offset": done.offset, **({"metadata": done.metadata} if done.metadata else {})}
         self.stores.offsets.commit(group, ends, task=task_id, batch_id=batch_id, app_id=app_id)
+        self.topics.commit_group(group, {(json.loads(k)["kafka_topic"], json.loads(k)["kafka_partition"]):
+                                         v["kafka_offset"] for k, v in ends.items()})
         steps.done("commit")
         records = sum(r.end - r.start for r in ranges)
         plan = {"ranges": [r.to_json() for r in ranges], "prepared": prepared}

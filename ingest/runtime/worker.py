@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ingest.api import TaskContext
-from ingest.config.configdef import Config, mask
+from ingest.config.configdef import Config, is_secret_key, mask
 from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX, ConnectorSetup, validate_connector
 from ingest.config.worker import (CONFIGS_TABLE, LAKE_ROOT, OFFSET_STORAGE_TOPIC, RUNS_TABLE, STATUS_TABLE,
                                   spark_settings, storage_options)
@@ -27,6 +27,7 @@ from ingest.state.stores import (ABANDONED, CONNECTOR_TASK, FAILED, PAUSED, PLAN
                                  Stores, state_uri)
 from ingest.state.stores import OffsetStore
 from ingest.state.tables import canonical_json
+from ingest.topics.backend import DeltaTopics, KafkaTopics, open_topics
 
 log = logging.getLogger("lakeconnect")
 
@@ -48,6 +49,11 @@ class Worker:
                                   status=config[STATUS_TABLE], runs=config[RUNS_TABLE],
                                   storage_options=self.storage_options)
         self.worker_id = socket.gethostname()
+        secrets.register(v for k, v in config.originals.items() if isinstance(v, str) and is_secret_key(k))
+
+    def topics(self, connector: Mapping[str, str] | None = None) -> DeltaTopics | KafkaTopics:
+        """Where topics live (`topic.backend`), with `connector`'s client overrides when given."""
+        return open_topics(self.config.originals, self.lake_root, self.storage_options, connector)
 
     # --- Spark -------------------------------------------------------------------------------------
 
@@ -255,7 +261,8 @@ class Worker:
         task_config = Config(setup.config.definition, {**dict(setup.config), **_typed(setup, task_configs[t])}, merged)
         context = TaskContext(name, t, self.config, self.spark, logger, self.lake_root, self.storage_options)
         task = setup.info.cls.task_class(task_config, context)
-        runner = BatchRunner(setup, self.stores, self.lake_root, self.storage_options, pipeline, logger, progress)
+        runner = BatchRunner(setup, self.stores, self.lake_root, self.storage_options, pipeline, logger, progress,
+                             topics=self.topics(setup.config.originals))
         reports = []
         try:
             self._set_status(name, t, RUNNING)

@@ -204,6 +204,28 @@ class _Counted:
         return records, check, single
 
 
+def partition_choice(types: Mapping[str, Any], n: int, version: int, topic: str):
+    """The partition of each record, as Kafka's producer chooses it: the record's own (checked against the
+    topic's `n`), else murmur2 of the key bytes, else spread evenly by a hash of (`seq`, `version`), which
+    is deterministic, so a retried batch lands where the first try did. `types`: the records' column types."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NullType
+
+    def opt(col: str, ddl: str):
+        return F.col(col).cast(ddl) if col in types else F.lit(None).cast(ddl)
+
+    key, part = opt(KEY, "binary"), opt(PARTITION, "int")
+    bad = F.raise_error(
+        F.concat(F.lit(f"topic '{topic}' has {n} partitions; record partition "), part.cast("string"),
+                 F.lit(f" is outside [0, {n})")))
+    chosen = F.when(part.isNotNull(), F.when((part < 0) | (part >= n), bad).otherwise(part))
+    if not isinstance(types.get(KEY, NullType()), NullType):  # a batch of tombstone keys needs no hashing
+        chosen = chosen.when(key.isNotNull(), partition_column(key, n))
+    # Unkeyed: spread evenly by a hash of the record's position (sources' positions are often
+    # strided, e.g. byte offsets of equal-length lines, so position % n would pile them up).
+    return chosen.otherwise(F.pmod(F.xxhash64(F.col(SEQ).cast("long"), F.lit(version)), F.lit(n)).cast("int"))
+
+
 def validate_topic_name(name: str) -> None:
     """Kafka's rules: 1..249 characters of [a-zA-Z0-9._-], and not '.' or '..'."""
     problem = None
@@ -608,20 +630,8 @@ class TopicTable:
         def opt(col: str, ddl: str):
             return F.col(col).cast(ddl) if col in types else F.lit(None).cast(ddl)
 
-        key, part = opt(KEY, "binary"), opt(PARTITION, "int")
-        bad = F.raise_error(
-            F.concat(
-                F.lit(f"topic '{self.name}' has {n} partitions; record partition "),
-                part.cast("string"),
-                F.lit(f" is outside [0, {n})"),
-            )
-        )
-        chosen = F.when(part.isNotNull(), F.when((part < 0) | (part >= n), bad).otherwise(part))
-        if not isinstance(types.get(KEY, NullType()), NullType):  # a batch of tombstone keys needs no hashing
-            chosen = chosen.when(key.isNotNull(), partition_column(key, n))
-        # Unkeyed: spread evenly by a hash of the record's position (sources' positions are often
-        # strided, e.g. byte offsets of equal-length lines, so position % n would pile them up).
-        chosen = chosen.otherwise(F.pmod(F.xxhash64(F.col(SEQ).cast("long"), F.lit(version)), F.lit(n)).cast("int"))
+        key = opt(KEY, "binary")
+        chosen = partition_choice(types, n, version, self.name)
         now = F.current_timestamp()
         ts = now if ts_type == LOG_APPEND_TIME else F.coalesce(opt(TIMESTAMP, "timestamp"), now)
         headers = (

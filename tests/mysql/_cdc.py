@@ -26,6 +26,16 @@ BOOK_ROWS = """INSERT INTO kafka_books (title, subtitle, published) VALUES
        'Real-time Data and Stream Processing at Scale', '2017-07-07')"""
 
 
+@pytest.fixture
+def inventory(services):
+    """The book's `inventory` database with kafka_books and its two rows, dropped afterwards."""
+    db = Db(services).fresh("inventory")
+    db(BOOK_TABLE, BOOK_ROWS)
+    yield db
+    db("DROP DATABASE IF EXISTS inventory")
+    db.close()
+
+
 def settings(services) -> dict:
     return dict(host=services["LAKECONNECT_TEST_MARIADB_HOST"], port=int(services["LAKECONNECT_TEST_MARIADB_PORT"]),
                 user=services["LAKECONNECT_TEST_MARIADB_USER"], password=services["LAKECONNECT_TEST_MARIADB_PASSWORD"])

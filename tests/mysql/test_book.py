@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.mysql._cdc import BOOK_ROWS, BOOK_TABLE, Db, connector_config, create, payloads, records, run
+from tests.mysql._cdc import connector_config, create, payloads, records, run
 
 TOPIC = "dbserver1.inventory.kafka_books"
 KEY_SCHEMA = ('{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"}],"optional":false,'
@@ -15,15 +13,6 @@ KEY_SCHEMA = ('{"type":"struct","fields":[{"type":"int64","optional":false,"fiel
 BOOK_1 = {"id": 1, "title": "Kafka Connect", "subtitle": "Build and Run Data Pipelines", "published": 19631}
 BOOK_2 = {"id": 2, "title": "Kafka The Definitive Guide",
           "subtitle": "Real-time Data and Stream Processing at Scale", "published": 17354}
-
-
-@pytest.fixture
-def inventory(services):
-    db = Db(services).fresh("inventory")
-    db(BOOK_TABLE, BOOK_ROWS)
-    yield db
-    db("DROP DATABASE IF EXISTS inventory")
-    db.close()
 
 
 def test_the_books_walk_through(tmp_path, services, inventory):
