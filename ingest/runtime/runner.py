@@ -331,13 +331,20 @@ class BatchRunner:
         steps.done("plan")
 
         policy = self.pipeline.policy
-        frames = []
+        frames, from_kafka = [], False
         for topic in sorted({r.topic for r in ranges}):
             bounds = {r.partition: (r.start, r.end) for r in ranges if r.topic == topic}
-            frames.append(self._topic(topic).read(bounds).withColumn(TOPIC, F.lit(topic)))
+            source = self._topic(topic)
+            from_kafka |= isinstance(source, KafkaTopic)
+            # The task's session, made with the worker's spark.* settings (its master among them): reading
+            # first with a default session would run the whole batch on a local one.
+            frames.append(source.read(bounds, spark=task.context.spark).withColumn(TOPIC, F.lit(topic)))
         df = union_all(frames)
         persisted = []
-        if policy.tolerate:  # good and failed records are both computed from this read: read it once
+        # Read once: good and failed records are both computed from the read; and a converter's checks
+        # (bad records, embedded schemas) scan the records before the sink does, which from Kafka would
+        # mean fetching the batch twice.
+        if policy.tolerate or from_kafka:
             df = df.persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(df)
         steps.done("read")

@@ -445,47 +445,54 @@ class _Producing:
                 counts = {int(p): list(c) for p, c in done["partitions"].items()}
             settings["transactional.id"] = f"lakeconnect-{batch['app_id']}-{self.topic}-{part}"
 
-        def delivered(err, msg) -> None:
-            if err is not None:
-                if len(errors) < 5:
-                    errors.append(f"partition {msg.partition()}: {err.name()}: {err.str()}")
-                return
-            c = counts.setdefault(msg.partition(), [0, 0])
-            c[0] += 1
-            c[1] += len(msg.value() or b"") + len(msg.key() or b"")
+        def delivered(err, msg) -> None:  # called for failed deliveries only (delivery.report.only.error)
+            if err is not None and len(errors) < 5:
+                errors.append(f"partition {msg.partition()}: {err.name()}: {err.str()}")
 
+        config = {**settings, "delivery.report.only.error": True, "on_delivery": delivered,
+                  "error_cb": _FatalErrors(settings.get("transactional.id"))}
         try:
-            producer = client_classes().Producer({**settings, "error_cb": _FatalErrors(settings.get("transactional.id"))})
+            producer = client_classes().Producer(config)
         except KafkaException as e:
             raise ConfigError(f"cannot create a Kafka producer for topic '{self.topic}': "
                               f"{describe_client_error(e)}") from e
         tx = _Transaction(producer, self.topic, part, batch, settings.get("transactional.id")) if batch else None
-        produce, poll = producer.produce, producer.poll
-        seen = 0
+        produce, poll, topic = producer.produce, producer.poll, self.topic
+        seen = 0  # records of the task's input so far, the skipped ones included
         try:
             for records in batches:
-                cols = records.to_pydict()
-                rows = zip(cols[PARTITION], cols[KEY], cols[VALUE], cols[TIMESTAMP], cols[HEADERS])
-                for p, k, v, ts, hs in rows:
-                    seen += 1
-                    if seen <= skip:
-                        continue
-                    if tx is not None:
+                n = records.num_rows
+                first = min(max(0, skip - seen), n)  # the batch's records an earlier committed transaction holds
+                counted = first  # the batch's first record not yet in `counts`
+                plain = _all_null(records.column(TIMESTAMP)) and _all_empty(records.column(HEADERS))
+                cols = records.select([PARTITION, KEY, VALUE] if plain else [PARTITION, KEY, VALUE, TIMESTAMP,
+                                                                             HEADERS]).to_pydict()
+                parts, keys, values = cols[PARTITION], cols[KEY], cols[VALUE]
+                for i in range(first, n):
+                    if tx is not None and not tx.open:
                         tx.begin()
-                    headers = [(h["key"], h["value"]) for h in hs] if hs else None
+                    p = parts[i]
                     while True:
                         try:
-                            produce(self.topic, v, k, partition=p, timestamp=ts or 0, headers=headers,
-                                    on_delivery=delivered)
+                            if plain:
+                                produce(topic, values[i], keys[i], partition=p)
+                            else:
+                                hs = cols[HEADERS][i]
+                                produce(topic, values[i], keys[i], partition=p, timestamp=cols[TIMESTAMP][i] or 0,
+                                        headers=[(h["key"], h["value"]) for h in hs] if hs else None)
                             break
                         except BufferError:  # the local queue is full: let deliveries drain it
                             poll(0.1)
                         except KafkaException as e:
-                            raise _produce_failed(self.topic, p, e, settings.get("transactional.id")) from e
+                            raise _produce_failed(topic, p, e, settings.get("transactional.id")) from e
                     if tx is not None and tx.due():
                         self._settle(producer, errors, settings)
-                        tx.commit(seen, counts)
+                        _count(counts, records, counted, i + 1)
+                        counted = i + 1
+                        tx.commit(seen + i + 1, counts)
                 poll(0)
+                _count(counts, records, counted, n)
+                seen += n
                 if errors:
                     break
             self._settle(producer, errors, settings)
@@ -507,6 +514,34 @@ class _Producing:
         if left:
             raise RetriableError(f"producing to topic '{self.topic}': {left} records not delivered within "
                                  f"{_FLUSH_TIMEOUT_S:.0f} s; is the cluster at {settings['bootstrap.servers']} up?")
+
+
+def _all_null(column) -> bool:
+    return column.null_count == len(column)
+
+
+def _all_empty(column) -> bool:
+    """Whether a list column holds no element (each row null or empty)."""
+    import pyarrow.compute as pc
+
+    return column.null_count == len(column) or pc.sum(pc.list_value_length(column)).as_py() in (None, 0)
+
+
+def _count(counts: dict[int, list[int]], records, lo: int, hi: int) -> None:
+    """Adds records [lo, hi) of the Arrow batch to `counts`: {partition: [records, key + value bytes]}."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if hi <= lo:
+        return
+    part = records.slice(lo, hi - lo)
+    size = pc.add(pc.fill_null(pc.binary_length(part.column(KEY)), 0),
+                  pc.fill_null(pc.binary_length(part.column(VALUE)), 0))
+    table = pa.table({"p": part.column(PARTITION), "size": pc.cast(size, pa.int64())})
+    for row in table.group_by("p").aggregate([("size", "count"), ("size", "sum")]).to_pylist():
+        c = counts.setdefault(int(row["p"]), [0, 0])
+        c[0] += row["size_count"]
+        c[1] += row["size_sum"]
 
 
 class _Transaction:

@@ -1,9 +1,10 @@
 """Reading offset ranges of a Kafka topic into Spark: a Python DataSource whose tasks consume in parallel.
 
-Each input partition is one chunk of one Kafka partition's range, so a long range is read by several
-tasks at once. A task assigns its consumer to the chunk's first offset (never subscribes, never
-commits: where a run got to is the connector's own state, not a consumer group's) and reads until the
-chunk's end. The rows have the columns and types of the Delta topic reader (`TopicTable.read`).
+A range is cut into chunks (so a long range is read by several tasks at once), and the chunks are
+spread over a few tasks of about equal offsets. A task's one consumer is assigned every partition of
+its chunks at their first offsets (never subscribes, never commits: where a run got to is the
+connector's own state, not a consumer group's) and reads until each chunk's end, unassigning each
+partition as its chunk is done. The rows have the columns and types of the Delta topic reader (`TopicTable.read`).
 
 Offsets in a range need not all be records: transaction markers, and aborted records under
 read_committed, leave gaps, so a chunk may end without a record at its last offset. A chunk is done at
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,7 @@ BATCH_ROWS = 50_000
 CONSUME_MAX = 10_000
 # consume() waits its whole timeout unless it fills its batch: short waits keep a chunk that ends in a
 # gap from idling once its last record is in.
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.05
 WATERMARK_TIMEOUT = 10.0
 # Client-side conditions librdkafka recovers from by itself: worth another try of the batch.
 _TRANSIENT = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_TIMED_OUT"})
@@ -118,6 +119,24 @@ def split(ranges: Mapping[int, tuple[int, int]], chunk: int) -> list[RangeChunk]
     return chunks
 
 
+@dataclass
+class ChunkGroup(InputPartition):
+    """The chunks one task reads with one consumer."""
+
+    chunks: list[RangeChunk]
+
+
+def group(chunks: Sequence[RangeChunk], tasks: int) -> list[ChunkGroup]:
+    """`chunks` spread over at most `tasks` groups of about equal offsets (largest first, each to the
+    lightest group), each group's in partition order. One consumer reading many partitions at once
+    costs far less than one consumer (its connections, its metadata) per partition."""
+    bins: list[tuple[int, int, list[RangeChunk]]] = [(0, i, []) for i in range(max(1, min(tasks, len(chunks))))]
+    for c in sorted(chunks, key=lambda c: (c.start - c.end, c.partition, c.start)):
+        load, i, members = min(bins)
+        bins[bins.index((load, i, members))] = (load + c.end - c.start, i, members + [c])
+    return [ChunkGroup(sorted(m, key=lambda c: (c.partition, c.start))) for _, _, m in sorted(bins, key=lambda b: b[1]) if m]
+
+
 def read_kafka(
     spark: SparkSession,
     topic: str,
@@ -126,9 +145,11 @@ def read_kafka(
     *,
     chunk: int = DEFAULT_CHUNK,
     timeout: float = DEFAULT_TIMEOUT,
+    tasks: int | None = None,
 ) -> DataFrame:
     """Records of offsets [start, end) per partition, with a `topic` column first, as `TopicTable.read`
-    gives them. A task that gets nothing new for `timeout` seconds while short of its end fails."""
+    gives them, in `tasks` Spark tasks at most (default: twice Spark's default parallelism). A task that
+    gets nothing new for `timeout` seconds while short of its end fails."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -142,7 +163,8 @@ def read_kafka(
             spark.read.format(FORMAT)
             .schema(schema)
             .option("topic", topic)
-            .option("chunks", json.dumps([[c.partition, c.start, c.end] for c in chunks]))
+            .option("groups", json.dumps([[[c.partition, c.start, c.end] for c in g.chunks]
+                                          for g in group(chunks, tasks or 2 * spark.sparkContext.defaultParallelism)]))
             .option("timeout", str(timeout))
             .option(CLIENT_OPTION, json.dumps(dict(client)))
             .load()
@@ -162,31 +184,40 @@ class KafkaRangesDataSource(DataSource):
 class KafkaRangesReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str], schema: StructType):
         self.topic = options["topic"]
-        self.chunks = [RangeChunk(*c) for c in json.loads(options["chunks"])]
+        self.groups = [ChunkGroup([RangeChunk(*c) for c in g]) for g in json.loads(options["groups"])]
         self.timeout = float(options["timeout"])
         self.client = json.loads(options[CLIENT_OPTION])
         self.schema = schema
 
-    def partitions(self) -> list[RangeChunk]:
-        return self.chunks
+    def partitions(self) -> list[ChunkGroup]:
+        return self.groups
 
-    def read(self, partition: RangeChunk) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: ChunkGroup) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         target = to_arrow_schema(self.schema, timezone="UTC")
-        yield from read_range(self.topic, partition, self.client, self.timeout, target)
+        yield from read_chunks(self.topic, partition.chunks, self.client, self.timeout, target)
+
+
+def read_chunks(
+    topic: str, chunks: Sequence[RangeChunk], client: Mapping[str, str], timeout: float,
+    schema: pa.Schema = TOPIC_SCHEMA,
+) -> Iterator[pa.RecordBatch]:
+    """The records of `chunks` as Arrow batches of `schema` (the topic columns, without `topic`), read
+    by one consumer: the chunks of distinct partitions at once, a partition's later chunks after."""
+    consumer = _open(client)
+    try:
+        for chunks_of_round in _rounds(chunks):
+            yield from _RoundRead(consumer, topic, chunks_of_round, timeout).batches(schema)
+    finally:
+        consumer.close()
 
 
 def read_range(
     topic: str, chunk: RangeChunk, client: Mapping[str, str], timeout: float, schema: pa.Schema = TOPIC_SCHEMA
 ) -> Iterator[pa.RecordBatch]:
-    """The records of one chunk as Arrow batches of `schema` (the topic columns, without `topic`)."""
-    consumer = _open(client)
-    try:
-        consumer.assign([TopicPartition(topic, chunk.partition, chunk.start)])
-        yield from _ChunkRead(consumer, topic, chunk, timeout).batches(schema)
-    finally:
-        consumer.close()
+    """The records of one chunk as Arrow batches of `schema`."""
+    return read_chunks(topic, [chunk], client, timeout, schema)
 
 
 def watermarks(topic: str, client: Mapping[str, str], timeout: float = 10) -> dict[int, tuple[int, int]]:
@@ -237,14 +268,14 @@ def _kafka_call(call: Callable[[], Any], what: str) -> Any:
 
 
 class _Rows:
-    """Records of one partition collected column by column, handed out as Arrow batches."""
+    """Records collected column by column, handed out as Arrow batches."""
 
-    def __init__(self, schema: pa.Schema, partition: int):
+    def __init__(self, schema: pa.Schema):
         self.schema = schema
-        self.partition = partition
         self._clear()
 
     def _clear(self) -> None:
+        self.partitions: list[int] = []
         self.offsets: list[int] = []
         self.timestamps: list[int | None] = []
         self.types: list[str] = []
@@ -255,20 +286,22 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def add(self, msg: Message) -> None:
+    def add(self, msg: Message, partition: int, offset: int) -> None:
         kind, millis = msg.timestamp()
         known = _TIMESTAMP_TYPES.get(kind)
-        self.offsets.append(msg.offset())
+        self.partitions.append(partition)
+        self.offsets.append(offset)
         self.timestamps.append(None if known is None else millis * 1000)
         self.types.append(known or NO_TIMESTAMP_TYPE)
         self.keys.append(msg.key())
         self.values.append(msg.value())
-        self.headers.append([{"key": k, "value": v} for k, v in msg.headers() or ()])
+        headers = msg.headers()
+        self.headers.append([{"key": k, "value": v} for k, v in headers] if headers else [])
 
     def take(self) -> pa.RecordBatch:
         n = len(self)
         columns = {
-            "partition": [self.partition] * n, "offset": self.offsets, "timestamp": self.timestamps,
+            "partition": self.partitions, "offset": self.offsets, "timestamp": self.timestamps,
             "timestamp_type": self.types, "key": self.keys, "value": self.values, "headers": self.headers,
         }
         arrays = [pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in self.schema]
@@ -276,9 +309,91 @@ class _Rows:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
+def _rounds(chunks: Sequence[RangeChunk]) -> list[list[RangeChunk]]:
+    """`chunks` in rounds of at most one chunk per Kafka partition (a consumer reads a partition from
+    one position at a time), each partition's chunks in offset order."""
+    by_partition: dict[int, list[RangeChunk]] = {}
+    for c in sorted(chunks, key=lambda c: (c.partition, c.start)):
+        by_partition.setdefault(c.partition, []).append(c)
+    depth = max((len(v) for v in by_partition.values()), default=0)
+    return [[v[i] for v in by_partition.values() if i < len(v)] for i in range(depth)]
+
+
+class _RoundRead:
+    """Chunks of distinct partitions read together by one assigned consumer, their records interleaved
+    by partition (each partition's in offset order). A chunk whose end is reached is unassigned, so the
+    consumer stops fetching past it."""
+
+    def __init__(self, consumer: Consumer, topic: str, chunks: Sequence[RangeChunk], timeout: float):
+        self.consumer, self.topic, self.timeout = consumer, topic, timeout
+        self.reads = {c.partition: _ChunkRead(consumer, topic, c, timeout) for c in chunks}
+
+    def batches(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        rows = _Rows(schema)
+        open_ = {p: r for p, r in self.reads.items() if r.next < r.end}
+        _kafka_call(lambda: self.consumer.assign([TopicPartition(self.topic, r.partition, r.start)
+                                                  for r in open_.values()]), f"assigning {self._names(open_)}")
+        deadline = time.monotonic() + self.timeout
+        while open_:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise next(iter(open_.values()))._stalled()
+            progressed = False
+            want = min(sum(r.end - r.next for r in open_.values()), CONSUME_MAX)
+            for msg in self._consume(want, min(POLL_SECONDS, wait)):
+                partition = msg.partition()
+                r = open_.get(partition)
+                if r is None:  # a partition already done (a fetch in flight), or an error of the whole client
+                    error = msg.error()
+                    if error is not None and partition not in self.reads:
+                        raise _classified(error, f"reading {self._names(open_)}")
+                    continue
+                offset, before = msg.offset(), r.next
+                if (r.started and before <= offset < r.end and msg.error() is None) or r.take(msg, offset):
+                    r.next = offset + 1
+                    rows.add(msg, partition, offset)
+                    if len(rows) >= BATCH_ROWS:
+                        yield rows.take()
+                progressed |= r.next > before
+                if r.next >= r.end:
+                    self._done(open_, r)
+            progressed |= self._update_positions(open_)
+            if progressed:
+                deadline = time.monotonic() + self.timeout
+        if rows:
+            yield rows.take()
+
+    def _consume(self, n: int, wait: float) -> list[Message]:
+        return _kafka_call(lambda: self.consumer.consume(num_messages=n, timeout=wait), f"reading {self.topic}")
+
+    def _update_positions(self, open_: dict[int, _ChunkRead]) -> bool:
+        """Moves each open chunk to where the consumer got to in its partition (past a gap at a chunk's
+        end, transaction markers or aborted records, no record comes to say so); whether any moved."""
+        if not open_:
+            return False
+        moved = False
+        tps = [TopicPartition(self.topic, p) for p in open_]
+        found = _kafka_call(lambda: self.consumer.position(tps), f"reading the positions in {self._names(open_)}")
+        for tp in found:
+            r = open_.get(tp.partition)
+            if r is not None and tp.offset > r.next:  # negative (OFFSET_INVALID) until something was consumed
+                r.next, moved = min(tp.offset, r.end), True
+                if r.next >= r.end:
+                    self._done(open_, r)
+        return moved
+
+    def _done(self, open_: dict[int, _ChunkRead], r: _ChunkRead) -> None:
+        if open_.pop(r.partition, None) is not None and open_:
+            _kafka_call(lambda: self.consumer.incremental_unassign([TopicPartition(self.topic, r.partition)]),
+                        f"unassigning {r.name}")
+
+    def _names(self, reads: Mapping[int, _ChunkRead]) -> str:
+        return ", ".join(r.name for r in reads.values()) or self.topic
+
+
 class _ChunkRead:
-    """One chunk read by an assigned consumer. `next` is the first offset not yet accounted for: every
-    offset below it was either delivered or is a gap the consumer moved past."""
+    """Where the read of one chunk is. `next` is the first offset not yet accounted for: every offset
+    below it was either delivered or is a gap the consumer moved past."""
 
     def __init__(self, consumer: Consumer, topic: str, chunk: RangeChunk, timeout: float):
         self.consumer = consumer
@@ -289,38 +404,9 @@ class _ChunkRead:
         self.log_end: int | None = None  # the partition's end offset, once an EOF said it
         self.started = False
 
-    def batches(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        rows = _Rows(schema, self.partition)
-        deadline = time.monotonic() + self.timeout
-        while self.next < self.end:
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                raise self._stalled()
-            before = self.next
-            for msg in self._consume(min(self.end - self.next, CONSUME_MAX), min(POLL_SECONDS, wait)):
-                if self._take(msg):
-                    rows.add(msg)
-                    if len(rows) >= BATCH_ROWS:
-                        yield rows.take()
-                if self.next >= self.end:
-                    break
-            self.next = max(self.next, self._position())
-            if self.next > before:
-                deadline = time.monotonic() + self.timeout
-        if rows:
-            yield rows.take()
-
-    def _consume(self, n: int, wait: float) -> list[Message]:
-        return _kafka_call(lambda: self.consumer.consume(num_messages=n, timeout=wait), f"reading {self.name}")
-
-    def _position(self) -> int:
-        [tp] = _kafka_call(lambda: self.consumer.position([TopicPartition(self.topic, self.partition)]),
-                           f"reading the position in {self.name}")
-        return tp.offset  # negative (OFFSET_INVALID) until something was consumed
-
-    def _take(self, msg: Message) -> bool:
+    def take(self, msg: Message, offset: int) -> bool:
         """Account for one delivery; whether it is a record of the chunk."""
-        error, offset = msg.error(), msg.offset()
+        error = msg.error()
         if error is not None and error.code() == KafkaError._AUTO_OFFSET_RESET:
             raise self._out_of_range(error)
         if error is not None and error.code() != KafkaError._PARTITION_EOF:

@@ -18,7 +18,9 @@ from ingest.errors import FatalError, RetriableError, StateError
 from ingest.topics import TopicTable, kafka_read
 from ingest.topics.kafka_read import (
     RangeChunk,
+    _rounds,
     consumer_config,
+    group,
     read_kafka,
     read_range,
     split,
@@ -89,8 +91,11 @@ def test_reads_every_column_in_parallel_chunks(spark, client, produced, tmp_path
     assert marks == {p: (0, counts[p]) for p in range(4)}
 
     ranges = {p: (0, high) for p, (_, high) in marks.items()}
-    df = read_kafka(spark, topic, ranges, client, chunk=100, timeout=10)
-    assert df.rdd.getNumPartitions() == sum(math.ceil(c / 100) for c in counts.values()) > 8
+    # 12 chunks of 4 partitions in 3 tasks: each task's consumer reads several partitions at once, and
+    # a partition's chunks one after the other
+    assert sum(math.ceil(c / 100) for c in counts.values()) > 8
+    df = read_kafka(spark, topic, ranges, client, chunk=100, timeout=10, tasks=3)
+    assert df.rdd.getNumPartitions() == 3
     got, rows = _read(df)
     assert len(rows) == N and got == _expected(records, ranges)
     assert {r.topic for r in rows} == {topic}
@@ -105,8 +110,8 @@ def test_chunk_boundaries_inside_ranges(spark, client, produced):
     topic, records = produced
     marks = watermarks(topic, client)
     ranges = {0: (5, 17), 1: (0, 1), 2: (marks[2][1] - 3, marks[2][1])}
-    df = read_kafka(spark, topic, ranges, client, chunk=4, timeout=10)
-    assert df.rdd.getNumPartitions() == 3 + 1 + 1
+    df = read_kafka(spark, topic, ranges, client, chunk=4, timeout=10, tasks=100)
+    assert df.rdd.getNumPartitions() == 3 + 1 + 1  # a task per chunk
     got, _ = _read(df)
     assert got == _expected(records, ranges) and len(got) == 12 + 1 + 3
 
@@ -116,6 +121,17 @@ def test_empty_ranges(spark, client, produced):
     for ranges in ({}, {0: (5, 5)}, {1: (7, 3)}):
         df = read_kafka(spark, topic, ranges, client)
         assert df.count() == 0 and df.schema == read_kafka(spark, topic, {0: (0, 1)}, client).schema
+
+
+def test_group_spreads_chunks_evenly_and_rounds_take_one_chunk_per_partition():
+    chunks = split({0: (0, 10), 1: (0, 3), 2: (0, 7), 3: (0, 1)}, 4)
+    groups = group(chunks, 2)
+    assert sorted((c for g in groups for c in g.chunks), key=lambda c: (c.partition, c.start)) == chunks
+    assert sorted(sum(c.end - c.start for c in g.chunks) for g in groups) == [10, 11]
+    assert len(group(chunks, 100)) == len(chunks) and len(group(chunks, 1)) == 1 and group([], 4) == []
+    rounds = _rounds(chunks)
+    assert [[(c.partition, c.start) for c in r] for r in rounds] == [
+        [(0, 0), (1, 0), (2, 0), (3, 0)], [(0, 4), (2, 4)], [(0, 8)]]
 
 
 def test_split():
@@ -221,6 +237,9 @@ class FakeMessage:
     def offset(self):
         return self.at
 
+    def partition(self):
+        return 0
+
     def error(self):
         return self.err
 
@@ -251,6 +270,9 @@ class FakeConsumer:
 
     def assign(self, partitions):
         self.assigned = partitions
+
+    def incremental_unassign(self, partitions):
+        self.assigned = [p for p in self.assigned if p.partition not in {q.partition for q in partitions}]
 
     def consume(self, num_messages, timeout):
         if not self.batches:
