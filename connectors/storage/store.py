@@ -366,7 +366,8 @@ class ObjectStore(ABC):
         proxy_url, proxy_user, proxy_password = _proxy(config)
         ssea, customer_key = config[SSEA], config[SSE_CUSTOMER_KEY]
         return S3Store(_S3Settings(
-            bucket=config[S3_BUCKET], region=config[S3_REGION].strip().lower(), endpoint=url or None,
+            bucket=config[S3_BUCKET], region=config[S3_REGION].strip().lower(),
+            endpoint=url or configured_endpoint(),
             access_key_id=config[AWS_ACCESS_KEY_ID].strip() or None,
             secret_access_key=secret if secret and secret.value else None,
             credentials_provider=config[CREDENTIALS_PROVIDER_CLASS],
@@ -420,6 +421,24 @@ class ObjectStore(ABC):
     @abstractmethod
     def delete(self, keys: Iterable[str]) -> None:
         """Delete these objects; keys that do not exist are ignored."""
+
+
+def configured_endpoint(env: Mapping[str, str] | None = None) -> str | None:
+    """The S3 endpoint the AWS environment variables name (AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL,
+    unless AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true), read where the store is made: on the driver.
+
+    The store travels to Spark's executors inside the batch's plan and opens its clients there, where
+    these variables are not set unless the cluster sets them too; left to botocore, the driver's checks
+    would reach the endpoint and the executors' writes would go to AWS.
+    """
+    env = os.environ if env is None else env
+    if str(env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "")).strip().lower() == "true":
+        return None
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+        value = str(env.get(name) or "").strip()
+        if value:
+            return value
+    return None
 
 
 def _proxy(config: Mapping[str, Any]) -> tuple[str | None, str | None, Password | None]:
