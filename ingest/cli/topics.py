@@ -58,16 +58,41 @@ def _spark(worker):
     return get_spark(spark_settings(worker))
 
 
-def cmd_create(args) -> int:
-    configs = {}
-    for c in args.config or []:
+def _pairs(flag: str, given: list[str] | None) -> dict[str, str]:
+    """NAME=VALUE arguments (a value may hold commas: cleanup.policy=compact,delete)."""
+    pairs, problems = {}, []
+    for c in given or []:
         k, sep, v = c.partition("=")
-        if not sep:
-            raise ConfigError([Problem("--config", f"expected name=value, got '{c}'")])
-        configs[k] = v
+        if not sep or not k.strip():
+            problems.append(Problem(flag, f"expected name=value, got '{c}'"))
+        pairs[k.strip()] = v.strip()
+    if problems:
+        raise ConfigError(problems)
+    return pairs
+
+
+def cmd_create(args) -> int:
+    configs = _pairs("--config", args.config)
     table, _ = _topic(args)
     table.create(args.partitions, configs, if_not_exists=args.if_not_exists)
     print(f"Created topic {args.topic}.")
+    return 0
+
+
+def cmd_alter(args) -> int:
+    from ingest.topics import TopicTable
+
+    updates = _pairs("--add-config", args.add_config)
+    if not updates and not args.delete_config:
+        raise ConfigError([Problem("--add-config", "nothing to change: give --add-config NAME=VALUE or "
+                                                   "--delete-config NAME")])
+    table, _ = _topic(args)
+    if not isinstance(table, TopicTable):
+        raise ConfigError([Problem("topic.backend", "topics on a Kafka cluster keep their configs in the "
+                                                    "cluster: change them with Kafka's kafka-configs --alter")])
+    configs = table.alter_configs(updates, args.delete_config or [])
+    print(f"Completed updating config for topic {args.topic}.")
+    print("Configs: " + ",".join(f"{k}={v}" for k, v in sorted(configs.items())))
     return 0
 
 
@@ -193,6 +218,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("topic"), p.add_argument("--partitions", type=int, default=1)
     p.add_argument("--config", action="append", metavar="NAME=VALUE"), p.add_argument("--if-not-exists", action="store_true")
     p.set_defaults(func=cmd_create)
+    p = t.add_parser("alter", help="set or remove topic configs (retention.ms, cleanup.policy, ...), as "
+                                   "kafka-configs --alter does")
+    p.add_argument("topic"), p.add_argument("--add-config", action="append", metavar="NAME=VALUE")
+    p.add_argument("--delete-config", action="append", metavar="NAME")
+    p.set_defaults(func=cmd_alter)
     p = t.add_parser("list", help="list topics")
     p.set_defaults(func=cmd_list)
     p = t.add_parser("describe", help="partitions and offsets of a topic")

@@ -12,6 +12,7 @@ from typing import Any
 from ingest.api import ExactlyOnceSupport
 from ingest.config.configdef import Config, ConfigDef, Importance, Range, Type, ValidRegex, ValidString
 from ingest.config.providers import ConfigResolver
+from ingest.config.topic_configs import topic_configs
 from ingest.config.worker import (EXACTLY_ONCE_SOURCE_SUPPORT, FILE_CONNECTORS_ENABLE, HEADER_CONVERTER,
                                   KEY_CONVERTER, OVERRIDE_POLICY, TOPIC_BACKEND, VALUE_CONVERTER,
                                   override_problems)
@@ -163,6 +164,25 @@ def _plugin_settings(raw: Mapping[str, str], prefix: str) -> dict[str, str]:
     return {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
 
 
+TOPIC_CREATION_DEFAULT = "topic.creation.default."
+# topic.creation.default.* keys that are not topic configs.
+_CREATION_ONLY = {"partitions", "replication.factor"}
+
+
+def topic_creation_configs(config: Mapping[str, Any]) -> dict[str, str]:
+    """The topic configs (KIP-158's `topic.creation.default.<config>`) of the topics a source creates."""
+    return {k[len(TOPIC_CREATION_DEFAULT):]: str(v) for k, v in config.items()
+            if k.startswith(TOPIC_CREATION_DEFAULT) and k[len(TOPIC_CREATION_DEFAULT):] not in _CREATION_ONLY}
+
+
+def _topic_creation_problems(values: Mapping[str, Any]) -> list[Problem]:
+    try:
+        topic_configs("<created by this connector>", topic_creation_configs(values))
+    except ConfigError as e:
+        return [Problem(f"{TOPIC_CREATION_DEFAULT}{p.key}" if p.key else None, p.message) for p in e.problems]
+    return []
+
+
 def validate_connector(
     raw: Mapping[str, str],
     worker: Config,
@@ -245,6 +265,8 @@ def validate_connector(
             transforms.append((label, t, pred or None, negate == "true"))
 
     problems += override_problems(str(worker.originals.get(OVERRIDE_POLICY) or "All"), values)
+    if kind == "source":
+        problems += _topic_creation_problems(values)
     if (kind == "source" and typed.get("exactly.once.support") == "required"
             and str(worker.originals.get(TOPIC_BACKEND) or "delta").lower() == "kafka"
             and str(worker.originals.get(EXACTLY_ONCE_SOURCE_SUPPORT) or "enabled").lower() != "enabled"):

@@ -22,7 +22,8 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from ingest.api import SinkTask, SourcePlan, SourceTask, TopicRange
-from ingest.config.connector import TOPIC_CREATION_PARTITIONS, TOPICS, TOPICS_REGEX, ConnectorSetup
+from ingest.config.connector import (TOPIC_CREATION_PARTITIONS, TOPICS, TOPICS_REGEX, ConnectorSetup,
+                                     topic_creation_configs)
 from ingest.errors import DataError, LakeConnectError, StateError
 from ingest.records import ERROR, TOPIC, RecordBatch
 from ingest.runtime import faults
@@ -164,7 +165,7 @@ class BatchRunner:
                 counts = frames[0][1] if len(frames) == 1 and len(topics) == 1 and not failed else None
                 for topic in sorted(topics):
                     table = self._topic(topic)
-                    table.create(partitions, if_not_exists=True)
+                    table.create(partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True)
                     part = df.filter(F.col(TOPIC) == topic).drop(TOPIC)
                     result = policy.retrying(lambda t=table, d=part: t.append(d, app_id=app_id, version=batch_id,
                                                                               counts=counts, **marks),

@@ -31,9 +31,10 @@ from deltalake.exceptions import DeltaError
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
+from ingest.config.topic_configs import CLEANUP_POLICY, compacted, topic_configs
 from ingest.delta import read_table, write_dataframe
 from ingest.delta._table import first_line, is_local, normalize_uri, open_table, transaction_version
-from ingest.errors import ConfigError, DataError, StateError
+from ingest.errors import ConfigError, DataError, Problem, RetriableError, StateError
 from ingest.topics._lock import lake_lock
 from ingest.topics.murmur2 import partition_column
 
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 TOPICS_DIR = "topics"
 # What a write numbered in parallel fails with when the batch it recomputes is not the one it counted.
 _MOVED = "lakeconnect: the batch changed between counting and writing its records"
+_KEYLESS = "Compacted topic cannot accept message without key"  # Kafka's broker's words
 _LONG_MAX = 2**63 - 1
 _POSITION = "__lc_position"
 META_KEY = "lakeconnect.topic"
@@ -352,9 +354,7 @@ class TopicTable:
         if not isinstance(partitions, int) or partitions < 1:
             raise ConfigError(f"topic '{self.name}': partitions must be a positive integer, not {partitions!r}")
         configs = {str(k): str(v) for k, v in (configs or {}).items()}
-        ts_type = configs.get(TIMESTAMP_TYPE_CONFIG, CREATE_TIME)
-        if ts_type not in (CREATE_TIME, LOG_APPEND_TIME):
-            raise ConfigError(f"topic '{self.name}': {TIMESTAMP_TYPE_CONFIG} must be CreateTime or LogAppendTime")
+        topic_configs(self.name, configs)
         with self._lock():
             if self._open() is None:
                 description = json.dumps({META_KEY: {"partitions": partitions, "configs": configs}}, sort_keys=True)
@@ -378,6 +378,42 @@ class TopicTable:
                                  f"{partitions}); its partition count cannot change: pick another name, or use "
                                  "--if-not-exists to keep the existing topic")
             return self.describe()
+
+    def alter_configs(self, updates: Mapping[str, Any], deletes: Sequence[str] = ()) -> dict[str, str]:
+        """Set `updates` and drop `deletes` (back to Kafka's defaults) in the topic's configs, as
+        `kafka-configs --alter --add-config/--delete-config` does; the topic's configs after. Compaction
+        asked for a topic holding records without a key is refused: Kafka's compacted topics cannot
+        hold them."""
+        updates = {str(k): str(v) for k, v in updates.items()}
+        with self._lock():
+            dt = self._require()
+            meta = self._meta(dt)
+            configs = {k: v for k, v in {**meta["configs"], **updates}.items() if k not in set(deletes)}
+            if configs == meta["configs"]:
+                return configs
+            values = topic_configs(self.name, configs)
+            if compacted(values) and not compacted(topic_configs(self.name, meta["configs"])):
+                keyless = self._keyless(dt)
+                if keyless:
+                    raise ConfigError([Problem(CLEANUP_POLICY, f"topic '{self.name}' holds {keyless} record(s) "
+                                               "without a key, and a compacted topic keeps the latest record of "
+                                               "each key: give its records keys (a new topic), or keep "
+                                               "cleanup.policy=delete")])
+            description = json.dumps({META_KEY: {**self._raw_meta(dt), "configs": configs}}, sort_keys=True)
+            try:
+                dt.alter.set_table_description(description)
+            except DeltaError as e:
+                raise RetriableError(f"topic '{self.name}': cannot store its configs: {first_line(e)}") from e
+            return configs
+
+    def _raw_meta(self, dt: DeltaTable) -> dict[str, Any]:
+        return dict(json.loads(dt.metadata().description or "{}").get(META_KEY) or {})
+
+    def _keyless(self, dt: DeltaTable) -> int:
+        """How many records have no key (one pass over the key column of the live files)."""
+        import pyarrow.dataset as ds
+
+        return dt.to_pyarrow_dataset().count_rows(filter=ds.field(KEY).is_null())
 
     def describe(self) -> TopicDescription:
         dt = self._require()
@@ -481,8 +517,8 @@ class TopicTable:
             if committed is not None and committed >= version:
                 return None
             _, base = self._offsets(dt, n)
-            ts_type = meta["configs"].get(TIMESTAMP_TYPE_CONFIG, CREATE_TIME)
-            staged = self._stage(df, n, version, ts_type)
+            values = topic_configs(self.name, meta["configs"])
+            staged = self._stage(df, n, version, values[TIMESTAMP_TYPE_CONFIG], keyed=compacted(values))
             result = self._write_numbered(staged, n, base, app_id=app_id, version=version, pinned=dt.version(),
                                           counts=counts)
         if result is None:
@@ -528,6 +564,9 @@ class TopicTable:
                         break
             return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned)
         except (PySparkException, Py4JError) as e:  # Spark wraps the out-of-range error of a task
+            if _KEYLESS in str(e):
+                msg = next(line for line in str(e).splitlines() if _KEYLESS in line)
+                raise DataError(msg[msg.index(_KEYLESS):].split(" SQLSTATE")[0]) from e
             if f"topic '{self.name}' has {n} partitions" in str(e):
                 msg = next(line for line in str(e).splitlines() if f"topic '{self.name}' has" in line)
                 raise DataError(msg[msg.index("topic '"):].split(" SQLSTATE")[0]) from e
@@ -611,8 +650,9 @@ class TopicTable:
         offset = F.element_at(bases, F.col(PARTITION) + 1) + position - 1
         return staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS)
 
-    def _stage(self, df: DataFrame, n: int, version: int, ts_type: str) -> DataFrame:
-        """The records in the topic's columns, each with its partition and `seq`, not yet numbered."""
+    def _stage(self, df: DataFrame, n: int, version: int, ts_type: str, keyed: bool = False) -> DataFrame:
+        """The records in the topic's columns, each with its partition and `seq`, not yet numbered. With
+        `keyed` (a compacted topic) a record without a key fails the batch, as Kafka's broker refuses it."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType, NullType, StringType
 
@@ -631,6 +671,12 @@ class TopicTable:
             return F.col(col).cast(ddl) if col in types else F.lit(None).cast(ddl)
 
         key = opt(KEY, "binary")
+        if keyed:
+            key = F.when(key.isNull(), F.raise_error(F.concat(
+                F.lit(f"{_KEYLESS} (record seq "), F.col(SEQ).cast("string"),
+                F.lit(f"): topic '{self.name}' has cleanup.policy=compact, which keeps the latest record of each "
+                      "key; give the records keys, or write them to a topic with cleanup.policy=delete"),
+            ))).otherwise(key)
         chosen = partition_choice(types, n, version, self.name)
         now = F.current_timestamp()
         ts = now if ts_type == LOG_APPEND_TIME else F.coalesce(opt(TIMESTAMP, "timestamp"), now)
