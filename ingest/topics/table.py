@@ -31,7 +31,7 @@ from deltalake.exceptions import DeltaError
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
-from ingest.config.topic_configs import CLEANUP_POLICY, compacted, topic_configs
+from ingest.config.topic_configs import CLEANUP_POLICY, COMPACT, compacted, topic_configs
 from ingest.delta import read_table, write_dataframe
 from ingest.delta._table import first_line, is_local, normalize_uri, open_table, transaction_version
 from ingest.errors import ConfigError, DataError, Problem, RetriableError, StateError
@@ -392,7 +392,9 @@ class TopicTable:
             if configs == meta["configs"]:
                 return configs
             values = topic_configs(self.name, configs)
-            if compacted(values) and not compacted(topic_configs(self.name, meta["configs"])):
+            # The stored policy read as text: configs stored before they were checked must not stop their fix.
+            was_compacted = COMPACT in [p.strip() for p in str(meta["configs"].get(CLEANUP_POLICY, "")).split(",")]
+            if compacted(values) and not was_compacted:
                 keyless = self._keyless(dt)
                 if keyless:
                     raise ConfigError([Problem(CLEANUP_POLICY, f"topic '{self.name}' holds {keyless} record(s) "

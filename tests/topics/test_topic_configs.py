@@ -116,3 +116,13 @@ def test_a_source_creates_its_topics_with_topic_creation_default_configs(tmp_pat
     assert r.returncode == 0, r.stderr
     d = TopicTable(str(lake), "lines").describe()
     assert d.partitions == 2 and d.configs == {"cleanup.policy": "delete", "retention.ms": "3600000"}
+
+
+def test_configs_stored_before_they_were_checked_can_be_fixed(tmp_path):
+    t = TopicTable(str(tmp_path), "old")
+    t.create(1)
+    meta = {"lakeconnect.topic": {"partitions": 1, "configs": {"retention.ms": "-9", "cleanup.policy": "compact"}}}
+    DeltaTable(t.uri).alter.set_table_description(json.dumps(meta))
+    with pytest.raises(ConfigError, match="retention.ms: value -9 must be at least -1"):
+        t.alter_configs({"retention.bytes": "100"})
+    assert t.alter_configs({}, ["retention.ms"]) == {"cleanup.policy": "compact"}
