@@ -132,8 +132,11 @@ def _arrow_schema():
                       ("row", i32), ("server_id", i64), ("gtid", s), ("thread", i64), ("query", s)])
 
 
-def layout_id(columns_json: str) -> str:
-    return hashlib.sha1(columns_json.encode()).hexdigest()[:16]
+def layout_id(db: str, table: str, columns_json: str) -> str:
+    """One table's one column layout. The table is part of it: tables of the same columns (common, e.g.
+    `id INT PRIMARY KEY, name VARCHAR(20)`) must not share an id, or their rows would be told apart by
+    layout alone and go to one table's topic."""
+    return hashlib.sha1(json.dumps([db, table, columns_json]).encode()).hexdigest()[:16]
 
 
 def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tables: Container[tuple[str, str]],
@@ -202,7 +205,7 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                     continue
                 columns, pk = from_table_map(event)
                 text = json.dumps({"columns": [c.to_json() for c in columns], "pk": pk}, separators=(",", ":"))
-                lid = layout_id(text)
+                lid = layout_id(event.schema, event.table, text)
                 layouts[event.table_id] = (lid, columns)
                 if lid not in seen:
                     seen.add(lid)
