@@ -29,7 +29,10 @@ TOPICS = "topics"
 TOPICS_REGEX = "topics.regex"
 TOPIC_CREATION_PARTITIONS = "topic.creation.default.partitions"
 ERRORS_TOLERANCE = "errors.tolerance"
+AUTO_OFFSET_RESET = "consumer.override.auto.offset.reset"
+EARLIEST, LATEST, NO_RESET = "earliest", "latest", "none"
 SCHEDULE = "lakeconnect.schedule"
+POOL = "lakeconnect.pool"
 SCHEDULE_PRESETS = ("@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly",
                     "@annually", "none")
 
@@ -41,6 +44,14 @@ def _valid_name(key: str, value: Any) -> str | None:
         return "must not contain control characters"
     if "/" in str(value):
         return "must not contain '/'"
+    return None
+
+
+def valid_pool(key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,256}", str(value).strip()):
+        return f"'{value}' is not an Airflow pool name (letters, digits, '_', '.', '-')"
     return None
 
 
@@ -80,6 +91,10 @@ def common_config_def(kind: str) -> ConfigDef:
              doc="When the Airflow DAG of this connector runs (dags/): a cron expression or a preset "
                  "(@hourly, @daily, none, ...). Unset: every poll.interval.ms when set, else a sink with "
                  "listed topics runs when they get new records, else only when triggered.")
+    d.define(POOL, Type.STRING, None, valid_pool, Importance.LOW, group="Scheduling",
+             doc="The Airflow pool the runs of this connector's tasks take a slot of (create it in Airflow: "
+                 "Admin > Pools, or `airflow pools set NAME SLOTS DESCRIPTION`). Connectors sharing one "
+                 "machine share a pool sized to what it can run at once. Unset: Airflow's default_pool.")
     d.define(TRANSFORMS, Type.LIST, "", importance=Importance.LOW, group="Transforms",
              doc="Aliases for the transformations to be applied to records, in order.")
     d.define(PREDICATES, Type.LIST, "", importance=Importance.LOW, group="Predicates",
@@ -120,6 +135,14 @@ def common_config_def(kind: str) -> ConfigDef:
         d.define(TOPICS, Type.LIST, "", group="Common", doc="List of topics to consume, separated by commas.")
         d.define(TOPICS_REGEX, Type.STRING, "", ValidRegex(), group="Common",
                  doc="Regular expression giving the topics to consume.")
+        d.define(AUTO_OFFSET_RESET, Type.STRING, None,
+                 ValidString.of(EARLIEST, LATEST, NO_RESET, case_insensitive=True), group="Common",
+                 doc="What a sink does when its committed offset of a partition is below the partition's log start "
+                     "(the records were removed by the topic's retention or compaction before it read them), as a "
+                     "Kafka consumer's auto.offset.reset: earliest continues from the log start, latest from the end "
+                     "offset, both skipping the removed offsets with a warning (records_lost_to_retention in the "
+                     "run's stats); none (the default here, where Kafka Connect's is earliest) stops the batch with "
+                     "an error, so nothing is lost without a decision.")
         d.define("errors.deadletterqueue.topic.name", Type.STRING, "", group="Error Handling",
                  doc="Topic for records that failed (with errors.tolerance=all).")
         d.define("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3, group="Error Handling",

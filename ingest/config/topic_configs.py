@@ -46,7 +46,7 @@ def topic_config_def() -> ConfigDef:
     d.define(RETENTION_MS, Type.LONG, 604_800_000, Range.at_least(-1), Importance.MEDIUM,
              doc="How long records are kept (by their timestamp) under cleanup.policy delete; -1: no time limit.")
     d.define(RETENTION_BYTES, Type.LONG, -1, Range.at_least(-1), Importance.MEDIUM,
-             doc="The most bytes (keys, values and headers) a partition keeps under cleanup.policy delete; "
+             doc="The most bytes (keys and values) a partition keeps under cleanup.policy delete; "
                  "-1: no size limit.")
     d.define(DELETE_RETENTION_MS, Type.LONG, 86_400_000, Range.at_least(0), Importance.MEDIUM,
              doc="How long a tombstone of a compacted topic is kept after it is written.")

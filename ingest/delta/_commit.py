@@ -9,7 +9,9 @@ and nothing is rebased behind our back:
 - a blind append that loses a race is re-checked (did a twin commit our app transaction? then ours
   is a no-op) and committed again on the new snapshot, a bounded number of times;
 - an overwrite, or a write pinned to `expected_version` (topics: offsets were computed from it),
-  raises RetriableError instead: rebasing either would change what it means.
+  raises RetriableError instead: rebasing either would change what it means. Only maintenance's
+  commits (file merges, and retention and compaction, which keep every offset) may come between a
+  pinned append and its version; a pinned rewrite (one that removes files) accepts none.
 
 A process that dies after writing files and before committing leaves orphan files only: they are in
 no add action, so readers never see them, and the retried batch writes and commits new ones.
@@ -45,6 +47,10 @@ from ingest.errors import RetriableError, StateError
 MODES = ("append", "overwrite")
 SCHEMA_MODES = (None, "merge", "overwrite")
 MAX_COMMIT_ATTEMPTS = 6
+MAINTENANCE_KEY = "lakeconnect.maintenance"
+"""Commit metadata key of maintenance's commits (retention, compaction, file merging): they keep every
+offset a pinned append computed, so such an append may land after them."""
+MAX_TOLERATED_COMMITS = 100
 PARTITION_TYPES = ("int", "string", "date", "timestamp", "bool")
 
 
@@ -182,7 +188,7 @@ def plan_write(
         _, new = _schema_for_commit(dt, uri, schema, mode, schema_mode)
         if new and expected_version is not None:
             raise StateError(f"cannot add columns {[f.name for f in new]} to {uri} in a write pinned to a version")
-        if expected_version is not None and dt.version() != expected_version:
+        if expected_version is not None and dt.version() != expected_version and not _only_maintenance(dt, expected_version):
             raise RetriableError(
                 f"Delta table at {uri} moved from version {expected_version} to {dt.version()} before the "
                 "write; plan the batch again."
@@ -203,13 +209,32 @@ def plan_write(
     )
 
 
-def _commit_properties(plan: WritePlan, commit_metadata: Mapping[str, Any] | None) -> CommitProperties:
-    txns = [Transaction(plan.app_id, plan.version)] if plan.app_id is not None else None
+def _commit_properties(plan: WritePlan, commit_metadata: Mapping[str, Any] | None,
+                       app_transactions: Sequence[tuple[str, int]] = ()) -> CommitProperties:
+    txns = [Transaction(plan.app_id, plan.version)] if plan.app_id is not None else []
+    txns += [Transaction(app_id, version) for app_id, version in app_transactions]
     return CommitProperties(
         custom_metadata=dict(commit_metadata) if commit_metadata else None,
         max_commit_retries=0,
-        app_transactions=txns,
+        app_transactions=txns or None,
     )
+
+
+def _only_maintenance(dt: DeltaTable, since: int) -> bool:
+    """Whether every commit after version `since` is maintenance that changed no offset a pinned write
+    computed: a file merge (OPTIMIZE, by any engine: it changes no data) or a commit of this project's
+    maintenance (retention and compaction keep offsets, recording the log start and end they leave).
+    When a commit cannot be read (its log file already cleaned up) the answer is no."""
+    moved = dt.version() - since
+    if moved <= 0 or moved > MAX_TOLERATED_COMMITS:
+        return False
+    try:
+        entries = dt.history(moved)
+    except (DeltaError, OSError, ValueError):
+        return False
+    if sorted(e.get("version", -1) for e in entries) != list(range(since + 1, dt.version() + 1)):
+        return False
+    return all(e.get("operation") == "OPTIMIZE" or MAINTENANCE_KEY in e for e in entries)
 
 
 def _committed(txn_version: int | None, version: int | None) -> bool:
@@ -228,12 +253,17 @@ def commit_files(
     *,
     commit_metadata: Mapping[str, Any] | None = None,
     removes: Sequence[DataFile] = (),
+    app_transactions: Sequence[tuple[str, int]] = (),
 ) -> WriteResult | None:
     """ONE commit adding `files`, with the plan's app transaction; None if a twin committed it first.
 
     `removes`: files of the snapshot at `plan.expected_version` that the same commit removes (a rewrite:
     MERGE). Only a write pinned to the version it read may remove files: a rewrite computed from one
     snapshot cannot be rebased onto another without reading it again.
+
+    `app_transactions`: more `(app_id, version)` pairs the same commit records, beside the plan's own: facts
+    about the table that must survive its files (a topic's log start and end offsets after a clean). They
+    are recorded, not checked: the plan's app transaction alone decides whether the write is a retry.
     """
     if removes and plan.expected_version is None:
         raise ValueError("removing files needs expected_version: the snapshot the rewrite was computed from")
@@ -258,7 +288,7 @@ def commit_files(
                     mode="error",
                     partition_by=list(plan.partition_by),
                     storage_options=plan.storage_options,
-                    commit_properties=_commit_properties(plan, commit_metadata),
+                    commit_properties=_commit_properties(plan, commit_metadata, app_transactions),
                 )
                 return WriteResult(uri, 0, tuple(files))
             except DeltaError as e:
@@ -270,7 +300,8 @@ def commit_files(
                 raise StateError(f"cannot create Delta table at {uri}: {first_line(e)}") from e
         if _already_committed(plan, dt):
             return None
-        if plan.expected_version is not None and dt.version() != plan.expected_version:
+        if plan.expected_version is not None and dt.version() != plan.expected_version and (
+                removes or plan.mode == "overwrite" or not _only_maintenance(dt, plan.expected_version)):
             raise RetriableError(
                 f"Delta table at {uri} moved from version {plan.expected_version} to {dt.version()} "
                 "during the write; the batch will be planned again."
@@ -294,13 +325,13 @@ def commit_files(
                 plan.mode,
                 schema,
                 partition_by=list(partition_by),
-                commit_properties=_commit_properties(plan, commit_metadata),
+                commit_properties=_commit_properties(plan, commit_metadata, app_transactions),
             )
             return WriteResult(uri, dt.version() + 1, tuple(files))
         except CommitFailedError as e:
             if _already_committed(plan, open_table(uri, plan.storage_options)):
                 return None
-            if plan.mode == "overwrite" or plan.expected_version is not None:
+            if plan.mode == "overwrite" or removes:
                 raise RetriableError(
                     f"a concurrent commit to {uri} raced this {plan.mode} at version {dt.version() + 1}; "
                     "the batch must be tried again."

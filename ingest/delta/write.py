@@ -29,8 +29,8 @@ def write_dataframe(
     df: DataFrame,
     table_uri: str,
     *,
-    app_id: str,
-    version: int,
+    app_id: str | None,
+    version: int | None,
     partition_by: Sequence[str] = (),
     mode: str = "append",
     schema_mode: str | None = "merge",
@@ -42,6 +42,7 @@ def write_dataframe(
     check_files: Callable[[list[DataFile]], None] | None = None,
     single_partition: Mapping[str, str] | None = None,
     remove: Sequence[DataFile] = (),
+    app_transactions: Sequence[tuple[str, int]] = (),
 ) -> WriteResult | None:
     """Write `df` to the Delta table at `table_uri` in ONE commit carrying `(app_id, version)`.
 
@@ -70,6 +71,10 @@ def write_dataframe(
 
     `remove`: files of the table (from `snapshot_files` at `expected_version`, which it needs) that the
     same commit removes: a rewrite such as a MERGE replaces them with the files of `df`.
+
+    `app_id=None, version=None`: a write that is not a retried batch (a maintenance rewrite, pinned to
+    `expected_version`). `app_transactions`: more `(app_id, version)` pairs the commit records (see
+    `commit_files`).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -103,7 +108,8 @@ def write_dataframe(
         except BaseException:
             _remove(plan, files)
             raise
-    return commit_files(plan, files, commit_metadata=commit_metadata, removes=remove)
+    return commit_files(plan, files, commit_metadata=commit_metadata, removes=remove,
+                        app_transactions=app_transactions)
 
 
 def _remove(plan: WritePlan, files: list[DataFile]) -> None:

@@ -22,8 +22,8 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from ingest.api import SinkTask, SourcePlan, SourceTask, TopicRange
-from ingest.config.connector import (TOPIC_CREATION_PARTITIONS, TOPICS, TOPICS_REGEX, ConnectorSetup,
-                                     topic_creation_configs)
+from ingest.config.connector import (AUTO_OFFSET_RESET, EARLIEST, LATEST, TOPIC_CREATION_PARTITIONS, TOPICS,
+                                     TOPICS_REGEX, ConnectorSetup, topic_creation_configs)
 from ingest.errors import DataError, LakeConnectError, StateError
 from ingest.records import ERROR, TOPIC, RecordBatch
 from ingest.runtime import faults
@@ -74,6 +74,29 @@ class BatchReport:
 
 
 MARKERS_FROM = "markers_from"  # in a source batch's plan: where its Kafka transactions' markers start
+RESETS = "resets"  # in a sink batch's plan: the positions auto.offset.reset moved past removed records
+
+
+@dataclass(frozen=True)
+class OffsetReset:
+    """A sink's position in a topic partition moved by `auto.offset.reset` from below the log start (records
+    removed by retention or compaction before it read them) to `to`: the offsets in between are skipped."""
+
+    topic: str
+    partition: int
+    committed: int
+    to: int
+
+    @property
+    def skipped(self) -> int:
+        return self.to - self.committed
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "committed": self.committed, "to": self.to}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> OffsetReset:
+        return cls(d["topic"], int(d["partition"]), int(d["committed"]), int(d["to"]))
 
 
 class _Steps:
@@ -294,22 +317,41 @@ class BatchRunner:
                    for t, p, start, end in self._assigned(task_id, task_count))
 
     def plan_sink(self, task_id: int, task_count: int, group: str) -> list[TopicRange]:
+        return self._plan_positions(task_id, task_count, group)[0]
+
+    def _plan_positions(self, task_id: int, task_count: int, group: str) -> tuple[list[TopicRange], list[OffsetReset]]:
+        """The batch's ranges, from the committed positions; and the positions below a log start that
+        `consumer.override.auto.offset.reset` moves (none set: a StateError, never a silent loss)."""
         committed = self._committed(group)
         assigned = self._assigned(task_id, task_count, warn=True)
         # A connector re-created under the same name on another lake continues from its consumer group.
         from_group = self.topics.group_offsets(group, [(t, p) for t, p, _, _ in assigned if (t, p) not in committed])
         for tp, offset in from_group.items():
             committed[tp] = {"kafka_offset": offset}
-        ranges = []
+        reset = str(self.setup.config.get(AUTO_OFFSET_RESET) or "").lower()
+        ranges, resets = [], []
         for topic, p, start_offset, end in assigned:
             entry = committed.get((topic, p)) or {}
-            start = entry.get("kafka_offset", start_offset)
+            start, metadata = entry.get("kafka_offset", start_offset), entry.get("metadata")
             if start < start_offset:
-                raise StateError(f"{group} is at offset {start} of {topic}-{p}, before the log start {start_offset}; "
-                                 f"reset the connector's offsets (`lakeconnect offsets reset {self.name}`)")
+                if reset not in (EARLIEST, LATEST):
+                    raise StateError(
+                        f"{group} is at offset {start} of {topic}-{p}, before its log start {start_offset}: offsets "
+                        f"{start}..{start_offset - 1} were removed by the topic's retention or compaction before "
+                        f"connector '{self.name}' read them. Decide what to do, as Kafka's {AUTO_OFFSET_RESET} does: "
+                        f"set it to {EARLIEST} (continue from the log start, {start_offset}) or {LATEST} (continue "
+                        f"from the end, {end}), skipping the removed records, or reset the connector's offsets "
+                        f"(`lakeconnect offsets reset {self.name}`)")
+                moved = OffsetReset(topic, p, start, start_offset if reset == EARLIEST else end)
+                self.log.warning(
+                    f"{topic}-{p}: {group} was at offset {start}, before the log start {start_offset} (records removed "
+                    f"by retention or compaction); {AUTO_OFFSET_RESET}={reset} moves it to {moved.to}, skipping "
+                    f"{moved.skipped} offset(s)")
+                resets.append(moved)
+                start, metadata = moved.to, None  # what the sink kept about the old position no longer applies
             if end > start:
-                ranges.append(TopicRange(topic, p, start, end, entry.get("metadata")))
-        return ranges
+                ranges.append(TopicRange(topic, p, start, end, metadata))
+        return ranges, resets
 
     def run_sink(self, task: SinkTask, task_id: int, task_count: int) -> BatchReport:
         steps = _Steps(self.progress)
@@ -320,16 +362,21 @@ class BatchRunner:
         if pending is not None:
             ranges = [TopicRange.from_json(r) for r in pending["ranges"]]
             prepared = pending["prepared"]
+            resets = [OffsetReset.from_json(r) for r in pending.get(RESETS) or []]
             self.log.info(f"resuming batch {batch_id}, planned by an interrupted run")
         else:
-            ranges = self.plan_sink(task_id, task_count, group)
-            if not ranges:
+            ranges, resets = self._plan_positions(task_id, task_count, group)
+            if not ranges and not resets:
                 self.stores.runs.record(self.name, task_id, batch_id, EMPTY)
                 return BatchReport(self.name, task_id, None, EMPTY)
-            prepared = task.prepare(ranges)
+            prepared = task.prepare(ranges) if ranges else None
             self.stores.runs.record(self.name, task_id, batch_id, PLANNED,
-                                    plan={"ranges": [r.to_json() for r in ranges], "prepared": prepared})
+                                    plan={"ranges": [r.to_json() for r in ranges], "prepared": prepared,
+                                          **({RESETS: [r.to_json() for r in resets]} if resets else {})})
         steps.done("plan")
+        if not ranges:  # only positions moved past removed records: commit them, nothing to read
+            return self._commit_resets(resets, task_id, task_count, batch_id, group, app_id, steps, started,
+                                       pending is not None)
 
         policy = self.pipeline.policy
         frames, from_kafka = [], False
@@ -390,6 +437,8 @@ class BatchRunner:
             delivered += max(done.offset - r.start, 0) if r is not None else 0
             ends[canonical_json({"kafka_partition": p, "kafka_topic": t})] = {
                 "kafka_offset": done.offset, **({"metadata": done.metadata} if done.metadata else {})}
+        for reset, position in _reset_positions(resets).items():  # a reset sticks even where the sink held records
+            ends.setdefault(reset, position)
         self.stores.offsets.commit(group, ends, task=task_id, batch_id=batch_id, app_id=app_id)
         self.topics.commit_group(group, {(json.loads(k)["kafka_topic"], json.loads(k)["kafka_partition"]):
                                          v["kafka_offset"] for k, v in ends.items()})
@@ -402,11 +451,33 @@ class BatchRunner:
                  "records_dead_lettered": failures if policy.dlq_topic else 0,
                  "topics": sorted({r.topic for r in ranges}), "timings_ms": steps.timings,
                  "latency_ms": round(sum(steps.timings.values()), 1),
-                 "lag_records": self._lag(task_id, task_count, group)}
+                 "lag_records": self._lag(task_id, task_count, group),
+                 "records_lost_to_retention": sum(r.skipped for r in resets)}
+        if resets:
+            plan[RESETS] = [r.to_json() for r in resets]
         self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan, stats=stats, started_at=started)
         steps.done("done")
         return BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records, steps.timings,
                            [r.to_json() for r in ranges], failures, progressed=delivered > 0)
+
+    def _commit_resets(self, resets: list[OffsetReset], task_id: int, task_count: int, batch_id: int, group: str,
+                       app_id: str, steps: _Steps, started, resumed: bool) -> BatchReport:
+        """A batch that only moves positions past removed records (auto.offset.reset=latest, or a partition
+        left empty by retention): committed as any batch, so the next one starts from them and the skipped
+        offsets are counted once."""
+        positions = _reset_positions(resets)
+        self.stores.offsets.commit(group, positions, task=task_id, batch_id=batch_id, app_id=app_id)
+        self.topics.commit_group(group, {(r.topic, r.partition): r.to for r in resets})
+        steps.done("commit")
+        stats = {"records_read": 0, "records_written": 0, "records_failed": 0, "records_dead_lettered": 0,
+                 "topics": sorted({r.topic for r in resets}), "timings_ms": steps.timings,
+                 "latency_ms": round(sum(steps.timings.values()), 1),
+                 "lag_records": self._lag(task_id, task_count, group),
+                 "records_lost_to_retention": sum(r.skipped for r in resets)}
+        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, stats=stats, started_at=started,
+                                plan={"ranges": [], "prepared": None, RESETS: [r.to_json() for r in resets]})
+        steps.done("done")
+        return BatchReport(self.name, task_id, batch_id, COMMITTED, resumed, 0, steps.timings, [], 0)
 
     def _handle_failed_sink_records(self, failed: list, group: str, task_id: int, batch_id: int) -> int:
         """errors.tolerance=all: log the failed records and write them to the dead letter queue, once per
@@ -422,6 +493,13 @@ class BatchRunner:
             policy.retrying(lambda: table.append(letters, app_id=f"{group}:task-{task_id}:dlq", version=batch_id),
                             KAFKA_PRODUCE, f"writing dead letter queue '{policy.dlq_topic}'")
         return log_failed(policy, df, self.name, task_id, sink=True)
+
+
+def _reset_positions(resets: list[OffsetReset]) -> dict[str, dict[str, Any]]:
+    """The offsets-table entries of positions moved by auto.offset.reset (no sink metadata: it described the
+    old position)."""
+    return {canonical_json({"kafka_partition": r.partition, "kafka_topic": r.topic}): {"kafka_offset": r.to}
+            for r in resets}
 
 
 def _explained(task: SourceTask, plan: SourcePlan, operation: Callable[[], Any]) -> Any:

@@ -1,6 +1,7 @@
 """Topics as Delta tables (DESIGN §3): Kafka's partitioning and offsets, and a schema registry."""
 
 from ingest.topics.murmur2 import murmur2, murmur2_array, partition_column, partition_for_key, partitions_for_keys, to_positive
+from ingest.topics.cleanup import CleanResult
 from ingest.topics.schemas import RegisteredSchema, SchemaRegistry
 from ingest.topics.table import (
     TOPIC_COLUMNS,
@@ -17,6 +18,7 @@ __all__ = [
     "TOPIC_COLUMNS",
     "TOPIC_SCHEMA",
     "AppendResult",
+    "CleanResult",
     "PartitionAppend",
     "RegisteredSchema",
     "SchemaRegistry",

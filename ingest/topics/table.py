@@ -1,5 +1,6 @@
 """A topic is a Delta table `<lake_root>/topics/<name>`, partitioned by `partition`, with Kafka's
-record fields and dense, gap-free offsets from 0 in every partition.
+record fields and dense, gap-free offsets from 0 in every partition as appended (compaction leaves gaps;
+an offset never changes, see `clean`).
 
 The topic's own metadata (partition count, configs) lives in the table's Delta metadata, written by
 the same commit that creates the table, so a topic never exists without it. delta-rs 1.6 refuses
@@ -41,6 +42,8 @@ from ingest.topics.murmur2 import partition_column
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from ingest.topics.cleanup import CleanResult
+
 log = logging.getLogger(__name__)
 
 TOPICS_DIR = "topics"
@@ -55,6 +58,11 @@ MAX_NAME_LENGTH = 249
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 TIMESTAMP_TYPE_CONFIG = "message.timestamp.type"
+# App transactions a clean records (see ingest/topics/cleanup.py), read back by `_offsets`: offsets are
+# immutable, so a partition's log start and end offsets must outlive the files holding those records.
+LOG_CLEANED_TXN = "lakeconnect.log-cleaned"
+LOG_START_TXN = "lakeconnect.log-start."
+LOG_END_TXN = "lakeconnect.log-end."
 
 PARTITION, OFFSET, TIMESTAMP, TIMESTAMP_TYPE = "partition", "offset", "timestamp", "timestamp_type"
 KEY, VALUE, HEADERS, KEY_SCHEMA_ID, VALUE_SCHEMA_ID = "key", "value", "headers", "key_schema_id", "value_schema_id"
@@ -438,7 +446,9 @@ class TopicTable:
 
     def _offsets(self, dt: DeltaTable, partitions: int) -> tuple[dict[int, int], dict[int, int]]:
         """(start, end) offsets per partition from the add actions' statistics; files without
-        statistics (written by other tools) have their offset column read instead."""
+        statistics (written by other tools) have their offset column read instead. Once the topic was
+        cleaned, the log start and end offsets its cleans recorded (app transactions) win: records
+        removed by retention or compaction take neither their offsets nor the log start with them."""
         lo: dict[int, int] = {}
         hi: dict[int, int] = {}
         try:
@@ -463,6 +473,14 @@ class TopicTable:
                 hi[p] = max(hi.get(p, b), b)
         end = {p: hi.get(p, -1) + 1 for p in range(partitions)}
         start = {p: lo.get(p, end[p]) for p in range(partitions)}
+        if transaction_version(dt, LOG_CLEANED_TXN) is None:  # never cleaned: one look-up, not two per partition
+            return start, end
+        for p in range(partitions):
+            recorded_end = transaction_version(dt, f"{LOG_END_TXN}{p}")
+            if recorded_end is not None and recorded_end > end[p]:
+                end[p] = recorded_end
+            recorded_start = transaction_version(dt, f"{LOG_START_TXN}{p}")
+            start[p] = recorded_start if recorded_start is not None else lo.get(p, end[p])
         return start, end
 
     def _file_offsets(self, path: str) -> tuple[int | None, int | None]:
@@ -478,6 +496,15 @@ class TopicTable:
             return None, None
         mm = pc.min_max(col)
         return mm["min"].as_py(), mm["max"].as_py()
+
+    # --- maintenance -----------------------------------------------------------------------------
+
+    def clean(self, now_ms: int | None = None, spark: SparkSession | None = None) -> CleanResult:
+        """Remove what the topic's `cleanup.policy` allows as of `now_ms` (default: now), as Kafka's log
+        cleaner and retention do, each record its own segment: see `ingest.topics.cleanup`."""
+        from ingest.topics.cleanup import clean_topic
+
+        return clean_topic(self, now_ms=now_ms, spark=spark)
 
     # --- writing ---------------------------------------------------------------------------------
 
