@@ -29,7 +29,7 @@ def _configure_logging(debug: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ingest.cli import commands, rest, topics
+    from ingest.cli import commands, maintenance, rest, topics
 
     parser = argparse.ArgumentParser(prog="lakeconnect", description="Kafka Connect's connectors as batch jobs on "
                                      "Spark, with topics and state in Delta tables.")
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands.register(sub)
     topics.register(sub)
+    maintenance.register(sub)
     rest.register(sub)
     return parser
 
