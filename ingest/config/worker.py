@@ -30,6 +30,7 @@ KEY_CONVERTER = "key.converter"
 VALUE_CONVERTER = "value.converter"
 HEADER_CONVERTER = "header.converter"
 TOPIC_BACKEND = "topic.backend"
+MAINTENANCE_SCHEDULE = "maintenance.schedule"
 OVERRIDE_POLICY = "lake.client.config.override.policy"
 EXACTLY_ONCE_SOURCE_SUPPORT = "exactly.once.source.support"
 MARKERS_TOPIC = "lake.kafka.batch.markers.topic"
@@ -86,6 +87,10 @@ def worker_config_def() -> ConfigDef:
              doc="Default converter for record values; connectors may override it.")
     d.define(HEADER_CONVERTER, Type.CLASS, "org.apache.kafka.connect.storage.SimpleHeaderConverter",
              group="Converters", doc="Default converter for header values.")
+    d.define(MAINTENANCE_SCHEDULE, Type.STRING, "0 3 * * *", group="Lake",
+             doc="When Airflow's lakeconnect__maintenance DAG runs `lakeconnect maintenance run` (cron or preset; "
+                 "none: only when triggered): topic retention and compaction, merged files, checkpoints, vacuum "
+                 "and state history.")
     d.define(TOPIC_BACKEND, Type.STRING, "delta", ValidString.of("delta", "kafka"), Importance.HIGH, group="Topics",
              doc="Where topics live: delta (tables under <lake.root>/topics) or kafka (the cluster of "
                  "kafka.bootstrap.servers, with kafka.* client settings such as security.protocol and sasl.*).")

@@ -23,6 +23,8 @@ from airflow.sdk import DAG, Asset, AssetAlias, AssetAny, Param, get_current_con
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from ingest.config.configdef import is_secret_key
+from ingest.config.connector import valid_schedule
+from ingest.config.worker import MAINTENANCE_SCHEDULE
 from ingest.orchestration.specs import ConnectorSpec, Environment, load_specs, topic_uri
 
 log = logging.getLogger("lakeconnect.airflow")
@@ -243,14 +245,65 @@ def connector_dag(environment: Environment, spec: ConnectorSpec) -> DAG:
             def run_connector_task(action: str, n: int = n) -> list[dict[str, Any]]:
                 return run_task(environment, spec, n, action, alias)
 
-            task(task_id=f"task-{n}", outlets=[alias] if alias else [])(run_connector_task)(prepared)
+            pool = {"pool": spec.pool} if spec.pool else {}
+            task(task_id=f"task-{n}", outlets=[alias] if alias else [], **pool)(run_connector_task)(prepared)
+    return dag
+
+
+MAINTENANCE_DAG = f"{DAG_PREFIX}maintenance"
+
+
+def run_maintenance(environment: Environment) -> list[dict[str, Any]]:
+    reports: list[dict[str, Any]] = []
+
+    def echo(line: str) -> None:
+        log.info(line)
+        if line.startswith("{") and '"kind"' in line:
+            try:
+                reports.append(json.loads(line))
+            except ValueError:
+                pass
+
+    try:
+        run_cli(environment, "maintenance", "run", "--json", echo=echo)
+    except CliFailure as failure:
+        raise airflow_error(failure, "lake maintenance") from None
+    return reports
+
+
+def maintenance_dag(environment: Environment) -> DAG:
+    """`lakeconnect maintenance run` on the worker's schedule (`maintenance.schedule`); one run at a time.
+    A run that lost a race to a batch (exit 75) is retried; batches go on meanwhile."""
+    text = environment.maintenance_schedule.strip()
+    schedule = None if text.lower() in ("none", "") else text
+    default_args = {"retries": 3, "retry_delay": dt.timedelta(minutes=2), "retry_exponential_backoff": True}
+    with DAG(MAINTENANCE_DAG, dag_display_name="lakeconnect: maintenance", schedule=schedule, start_date=START,
+             catchup=False, max_active_runs=1, default_args=default_args, tags=["lakeconnect", "maintenance"],
+             doc_md=(f"**lakeconnect lake maintenance** of `{environment.lake_root}`: topic retention and "
+                     "compaction, merged small files, Delta checkpoints, vacuum and state history (README, "
+                     f"\"Maintenance\"). Schedule: `{schedule}` (worker key `maintenance.schedule`)."),
+             description="lakeconnect maintenance of the lake's topic and state tables") as dag:
+        def maintain() -> list[dict[str, Any]]:
+            return run_maintenance(environment)
+
+        task(task_id="maintain")(maintain)()
     return dag
 
 
 def build_dags(environment: Environment | None = None) -> dict[str, DAG]:
-    """Every connector's DAG; a connector that cannot have one is logged and left out."""
+    """Every connector's DAG, and the lake's maintenance DAG; a connector that cannot have one is logged
+    and left out."""
     environment = environment or Environment.from_env()
     specs, problems = load_specs(environment)
     for problem in problems:
         log.warning(problem)
-    return {dag.dag_id: dag for dag in (connector_dag(environment, spec) for spec in specs.values())}
+    dags = {dag.dag_id: dag for dag in (connector_dag(environment, spec) for spec in specs.values())}
+    problem = valid_schedule(MAINTENANCE_SCHEDULE, environment.maintenance_schedule)
+    if problem and environment.maintenance_schedule.strip().lower() != "none":
+        log.warning(f"worker key {MAINTENANCE_SCHEDULE}: {problem}; the maintenance DAG is left out")
+    elif MAINTENANCE_DAG in dags:
+        log.warning(f"a connector named 'maintenance' has the DAG id {MAINTENANCE_DAG}; the maintenance DAG is "
+                    "left out (run `lakeconnect maintenance run` from another scheduler, or rename the connector)")
+    else:
+        dags[MAINTENANCE_DAG] = maintenance_dag(environment)
+    return dags

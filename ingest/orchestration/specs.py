@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingest.config.connector import SCHEDULE, TASKS_MAX, TOPICS, TOPICS_REGEX, valid_schedule
+from ingest.config.connector import POOL, SCHEDULE, TASKS_MAX, TOPICS, TOPICS_REGEX, valid_pool, valid_schedule
 from ingest.config.loader import load_connector_file, load_properties_file
-from ingest.config.worker import (CONFIGS_TABLE, FILE_CONNECTORS_ENABLE, LAKE_ROOT, MSK_DEFAULTS, WORKER_ENV,
-                                  parse_worker, storage_options)
+from ingest.config.worker import (CONFIGS_TABLE, FILE_CONNECTORS_ENABLE, LAKE_ROOT, MAINTENANCE_SCHEDULE, MSK_DEFAULTS,
+                                  WORKER_ENV, parse_worker, storage_options)
 from ingest.errors import ConfigError
 
 log = logging.getLogger("lakeconnect.orchestration")
@@ -44,6 +44,7 @@ class Environment:
     configs_table: str
     storage_options: dict[str, str] = field(repr=False)  # may hold credentials: never shown
     file_connectors: bool = False
+    maintenance_schedule: str = "0 3 * * *"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Environment:
@@ -62,7 +63,7 @@ class Environment:
         python = env.get(PYTHON_ENV) or (str(venv_python) if venv_python.exists() else sys.executable)
         return cls(home, worker_file, connectors if connectors.is_absolute() else home / connectors, python,
                    lake_root_of(str(worker[LAKE_ROOT]), home), worker[CONFIGS_TABLE], storage_options(worker),
-                   bool(worker[FILE_CONNECTORS_ENABLE]))
+                   bool(worker[FILE_CONNECTORS_ENABLE]), str(worker[MAINTENANCE_SCHEDULE] or "none"))
 
     def command(self, *args: str) -> list[str]:
         """`python -m ingest [--worker FILE] ARGS`, run in `home`."""
@@ -128,13 +129,22 @@ class ConnectorSpec:
             return dt.timedelta(milliseconds=int(poll))
         return None
 
+    @property
+    def pool(self) -> str | None:
+        """`lakeconnect.pool`: the Airflow pool of the connector's run tasks (None: Airflow's default)."""
+        return (self.config.get(POOL) or "").strip() or None
+
     def explicitly_unscheduled(self) -> bool:
         return (self.config.get(SCHEDULE) or "").strip().lower() == "none"
 
 
 def schedule_problem(spec: ConnectorSpec) -> str | None:
     value = spec.config.get(SCHEDULE)
-    return valid_schedule(SCHEDULE, value) if value else None
+    problem = valid_schedule(SCHEDULE, value) if value else None
+    if problem:
+        return f"{SCHEDULE}: {problem}"
+    pool = spec.config.get(POOL)
+    return f"{POOL}: {valid_pool(POOL, pool)}" if pool and valid_pool(POOL, pool) else None
 
 
 def load_specs(environment: Environment, *, store: bool = True) -> tuple[dict[str, ConnectorSpec], list[str]]:
@@ -174,7 +184,7 @@ def load_specs(environment: Environment, *, store: bool = True) -> tuple[dict[st
     for spec in list(specs.values()):
         problem = schedule_problem(spec)
         if problem:
-            problems.append(f"connector '{spec.name}': {SCHEDULE}: {problem}; no DAG for it")
+            problems.append(f"connector '{spec.name}': {problem}; no DAG for it")
             del specs[spec.name]
     return specs, problems
 

@@ -40,10 +40,13 @@ def _connectors(project):
         "aws.secret.access.key": SECRET,
         "format.class": "io.confluent.connect.s3.format.json.JsonFormat", "flush.size": "3"})
     project.connector("cdc", **{"connector.class": "io.debezium.connector.mysql.MySqlConnector",
-                                "lakeconnect.schedule": "*/10 * * * *", "signal.data.collection": "inv.signals"})
+                                "lakeconnect.schedule": "*/10 * * * *", "signal.data.collection": "inv.signals",
+                                "lakeconnect.pool": "spark-drivers"})
     (project.connectors / "broken.json").write_text('{"name": "broken", "config": {')
     project.connector("typo", **{"connector.class": "FileStreamSource", "topic": "t",
                                  "lakeconnect.schedule": "every hour"})
+    project.connector("badpool", **{"connector.class": "FileStreamSource", "topic": "t",
+                                    "lakeconnect.pool": "two words"})
 
 
 def test_the_dag_file_imports_in_under_a_second_without_spark(project):
@@ -60,8 +63,8 @@ def test_the_dag_file_imports_in_under_a_second_without_spark(project):
         took, spark, dags = done.stdout.strip().splitlines()[-1].split(" ", 2)
         best = min(best or 99.0, float(took))
         assert spark == "False"
-        assert dags == str(["lakeconnect__cdc", "lakeconnect__orders-jdbc", "lakeconnect__orders-s3",
-                            "lakeconnect__stored-file"])
+        assert dags == str(["lakeconnect__cdc", "lakeconnect__maintenance", "lakeconnect__orders-jdbc",
+                            "lakeconnect__orders-s3", "lakeconnect__stored-file"])
     assert best < 1.0, f"the DAG file took {best:.2f} s to import"
 
 
@@ -73,10 +76,15 @@ def test_dagbag_has_one_dag_per_connector_with_schedule_tasks_and_params(project
     with caplog.at_level(logging.WARNING, logger="lakeconnect.airflow"):
         bag = DagBag(dag_folder=str(REPO / "dags"), safe_mode=False)
     assert bag.import_errors == {}
-    assert sorted(bag.dags) == ["lakeconnect__cdc", "lakeconnect__orders-jdbc", "lakeconnect__orders-s3"]
+    assert sorted(bag.dags) == ["lakeconnect__cdc", "lakeconnect__maintenance", "lakeconnect__orders-jdbc",
+                                "lakeconnect__orders-s3"]
+    maintenance = bag.dags["lakeconnect__maintenance"]
+    assert maintenance.schedule == "0 3 * * *" and maintenance.task_ids == ["maintain"]
+    assert maintenance.max_active_runs == 1 and not maintenance.catchup
     # Left out, each with its reason.
     assert "broken.json: invalid configuration" in caplog.text and "malformed JSON" in caplog.text
     assert "connector 'typo': lakeconnect.schedule: 'every hour' is neither a cron expression" in caplog.text
+    assert "connector 'badpool': lakeconnect.pool: 'two words' is not an Airflow pool name" in caplog.text
 
     source, sink, cdc = (bag.dags[f"lakeconnect__{n}"] for n in ("orders-jdbc", "orders-s3", "cdc"))
     assert source.schedule == dt.timedelta(minutes=5)  # poll.interval.ms
@@ -89,6 +97,9 @@ def test_dagbag_has_one_dag_per_connector_with_schedule_tasks_and_params(project
         ["prepare", "task-0", "task-1"], ["prepare", "task-0", "task-1", "task-2"], ["prepare", "task-0"]]
     assert all(d.max_active_runs == 1 and not d.catchup for d in (source, sink, cdc))
     assert {t.task_id: t.retries for t in source.tasks} == {"prepare": 3, "task-0": 3, "task-1": 3}
+    # Connectors sharing a machine share a pool: their run tasks take its slots; prepare needs none.
+    assert {t.task_id: t.pool for t in cdc.tasks} == {"prepare": "default_pool", "task-0": "spark-drivers"}
+    assert {t.pool for t in source.tasks} == {"default_pool"}
     params = source.params.dump()
     assert params == {"action": "until_caught_up", "confirm": "", "tables": []}
     assert source.params.get_param("action").schema["enum"] == [
