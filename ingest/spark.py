@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import glob
 import os
+import socket
 import sys
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+from ingest.errors import ConfigError, Problem, RetriableError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -95,12 +98,43 @@ def get_spark(settings: Mapping[str, str] | None = None, app_name: str = "lakeco
             return active
         # Python workers must run this interpreter (the venv), not whatever `python3` is on PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        conf = spark_conf(settings)
+        master = conf.get("spark.master", DEFAULT_MASTER)
+        check_master(master)
         builder = SparkSession.builder.appName(app_name)
-        for key, value in spark_conf(settings).items():
+        for key, value in conf.items():
             builder = builder.config(key, value)
-        _session = builder.getOrCreate()
+        try:
+            _session = builder.getOrCreate()
+        except Exception as e:  # Py4J's error: the JVM's reason is in its first line
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise RetriableError(f"Spark could not start with spark.master={master} ({reason}); check the "
+                                 "master is running and the worker config's spark.* settings") from e
         _session.sparkContext.setLogLevel("WARN")
         return _session
+
+
+MASTER_CONNECT_TIMEOUT_S = 5.0
+
+
+def check_master(master: str) -> None:
+    """A standalone master (`spark://host:port[,host:port…]`, several with ZooKeeper HA) must answer
+    before Spark starts: Spark itself retries registration for about a minute and then fails with a
+    Java trace. RetriableError naming the addresses when none accepts a connection."""
+    if not master.startswith("spark://"):
+        return
+    failures = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError([Problem("spark.master", f"'{master}' is not spark://HOST:PORT[,HOST:PORT…]")])
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=MASTER_CONNECT_TIMEOUT_S):
+                return
+        except OSError as e:
+            failures.append(f"{host}:{port}: {e.strerror or e}")
+    raise RetriableError(f"the Spark master {master} (spark.master in the worker config) is unreachable "
+                         f"({'; '.join(failures)}); start the master or fix spark.master. No record was read or written: the next run starts this batch again")
 
 
 def _alive(session: SparkSession) -> bool:
