@@ -171,7 +171,10 @@ def _same_shape(before: RecordBatch, after: RecordBatch) -> bool:
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
+    """One DataFrame of `frames` (by column name), as a balanced tree of unions: a chain of a thousand
+    would be a plan a thousand levels deep, slow for Spark to analyse."""
+    frames = list(frames)
+    while len(frames) > 1:
+        frames = [frames[i].unionByName(frames[i + 1]) if i + 1 < len(frames) else frames[i]
+                  for i in range(0, len(frames), 2)]
+    return frames[0]

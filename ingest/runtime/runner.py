@@ -183,13 +183,19 @@ class BatchRunner:
             written = 0
             partitions = self.setup.config[TOPIC_CREATION_PARTITIONS]
             if frames:
-                df = union_all([f for f, _ in frames])
+                # A topic's records come from the frames that can hold them: a batch per table of a 1,000-table
+                # source is a frame of one topic each, and filtering one union of them all for every topic
+                # would make Spark analyse the whole union a thousand times.
+                by_topic: dict[str, list] = {}
+                for frame, _, frame_topics in frames:
+                    for topic in frame_topics:
+                        by_topic.setdefault(topic, []).append(frame)
                 # The source's count of the records holds for one frame of one topic, all of it written.
                 counts = frames[0][1] if len(frames) == 1 and len(topics) == 1 and not failed else None
                 for topic in sorted(topics):
                     table = self._topic(topic)
                     table.create(partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True)
-                    part = df.filter(F.col(TOPIC) == topic).drop(TOPIC)
+                    part = union_all([f.filter(F.col(TOPIC) == topic) for f in by_topic[topic]]).drop(TOPIC)
                     result = policy.retrying(lambda t=table, d=part: t.append(d, app_id=app_id, version=batch_id,
                                                                               counts=counts, **marks),
                                              KAFKA_PRODUCE, f"writing topic '{topic}'")
@@ -247,7 +253,9 @@ class BatchRunner:
                 else:
                     batch = batch.with_df(strip(guard(batch.df)))
             try:
-                frame = self._serialise_one(batch, registry, persisted, all_topics)
+                frame_topics: set[str] = set()
+                frame = self._serialise_one(batch, registry, persisted, frame_topics)
+                all_topics.update(frame_topics)
             except DataError as e:  # the converter cannot write this batch's schema at all
                 if not policy.tolerate:
                     raise
@@ -255,7 +263,7 @@ class BatchRunner:
                                              executing_class=getattr(e, "executing_class", None)).df)
                 continue
             if frame is not None:
-                frames.append((frame, batch.counts))
+                frames.append((frame, batch.counts, tuple(frame_topics)))
         return frames, persisted, all_topics, failed
 
     def _serialise_one(self, batch: RecordBatch, registry, persisted, all_topics):
