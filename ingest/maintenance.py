@@ -11,10 +11,11 @@ The operations, in the order they run on each table:
   the history window and, of the older rows, the newest of each key (latest wins), in one file.
 - `compact`: small files merged into files of about `target_file_bytes` (delta-rs OPTIMIZE: the same
   rows, offsets and app transactions; a commit that changes no data).
+- `vacuum`: files no table version within the retention window references are deleted, with the files
+  of batches that crashed before their commit (the window is kept as Delta's
+  `delta.deletedFileRetentionDuration`).
 - `checkpoint`: a Delta checkpoint, then log entries older than the log retention removed (Delta's
   `delta.logRetentionDuration`, 30 days unless set here).
-- `vacuum`: files no table version within the retention window references are deleted, with the files
-  of batches that crashed before their commit.
 
 Safe while connectors run: a topic append is pinned to the table version its offsets were computed from,
 and accepts commits of maintenance in between (`MAINTENANCE_KEY`); state appends are blind and commit on
@@ -49,8 +50,11 @@ from ingest.topics._lock import lake_lock
 log = logging.getLogger("lakeconnect.maintenance")
 
 CLEAN, HISTORY, COMPACT, CHECKPOINT, VACUUM = "clean", "history", "compact", "checkpoint", "vacuum"
-OPERATIONS = (CLEAN, HISTORY, COMPACT, CHECKPOINT, VACUUM)
+OPERATIONS = (CLEAN, HISTORY, COMPACT, VACUUM, CHECKPOINT)
+"""In the order they run: a checkpoint after vacuum keeps no record of the files vacuum deleted."""
+DELTA_DEFAULT_VACUUM_HOURS = 168
 MIN_VACUUM_HOURS = 1.0
+LOG_RETENTION, DELETED_FILE_RETENTION = "delta.logRetentionDuration", "delta.deletedFileRetentionDuration"
 HISTORY_ATTEMPTS = 4
 
 # A state table is recognised by its columns; its key is what "latest wins" is per.
@@ -265,10 +269,10 @@ class Maintainer:
             report.done[HISTORY] = self._history(target, dt)
         if COMPACT in ops:
             report.done[COMPACT] = self._compact(target)
-        if CHECKPOINT in ops:
-            report.done[CHECKPOINT] = self._checkpoint(target)
         if VACUUM in ops:
             report.done[VACUUM] = self._vacuum(target)
+        if CHECKPOINT in ops:
+            report.done[CHECKPOINT] = self._checkpoint(target)
         report.files_after, report.live_bytes = _live(open_table(target.uri, self.storage_options))
         report.stored_bytes = _stored_bytes(target.uri)
 
@@ -314,8 +318,8 @@ class Maintainer:
         hours = self.settings.log_retention_hours
         if hours is not None:
             wanted = _retention_property(hours)
-            if dt.metadata().configuration.get("delta.logRetentionDuration") != wanted:
-                dt.alter.set_table_properties({"delta.logRetentionDuration": wanted},
+            if dt.metadata().configuration.get(LOG_RETENTION) != wanted:
+                dt.alter.set_table_properties({LOG_RETENTION: wanted},
                                               commit_properties=_props(CHECKPOINT))
                 dt = open_table(target.uri, self.storage_options)
         dt.create_checkpoint()
@@ -327,6 +331,11 @@ class Maintainer:
     def _vacuum(self, target: Target) -> dict[str, Any] | None:
         dt = open_table(target.uri, self.storage_options)
         hours = self.settings.vacuum_retention_hours
+        # Delta's own name for the window: checkpoints keep the records of removed files this long.
+        wanted, current = _retention_property(hours), dt.metadata().configuration.get(DELETED_FILE_RETENTION)
+        if current != wanted and not (current is None and hours == DELTA_DEFAULT_VACUUM_HOURS):
+            dt.alter.set_table_properties({DELETED_FILE_RETENTION: wanted}, commit_properties=_props(VACUUM))
+            dt = open_table(target.uri, self.storage_options)
         try:
             deleted = dt.vacuum(retention_hours=int(hours), dry_run=False, enforce_retention_duration=False,
                                 full=True, commit_properties=_props(VACUUM))

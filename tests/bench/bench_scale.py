@@ -141,7 +141,9 @@ def bench_topic(base: Path, commits: int) -> None:
                         allow_short_vacuum=True)
     report = Maintainer(str(lake), None, settings).maintain(Target("topic", "hourly", topic.uri))
     assert report.error is None, report.error
-    print(f"  maintenance: {time.perf_counter() - t:.1f} s ({json.dumps(report.done, sort_keys=True)})", flush=True)
+    print(f"  maintenance: {time.perf_counter() - t:.1f} s ({json.dumps(report.done, sort_keys=True)}); right after "
+          f"it: {report.stored_bytes / 1e6:.2f} MB on disk for {report.live_bytes / 1e6:.2f} MB of live files "
+          f"({report.stored_bytes / report.live_bytes:.2f}x)", flush=True)
     measure("after maintenance", 2)
 
 
