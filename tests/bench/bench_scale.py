@@ -22,6 +22,9 @@ Everything lives in a temporary directory, removed at the end. It prints:
    `mode=incrementing` JDBC source over all of them, planned through the CLI with
    `LAKECONNECT_CRASH_AT=plan` (the process ends right after the plan step), against the same for one
    table: the plan's time (goal < 10 s) and the overhead per table.
+4. cdc: a MySQL CDC connector over --cdc-tables tables of 3 rows in the private MariaDB of the test
+   services (`make services-up` first): the snapshot batch and a binlog batch with an update in every
+   table, each through the CLI, with its step timings.
 """
 
 from __future__ import annotations
@@ -225,12 +228,70 @@ def bench_jdbc(base: Path, tables: int) -> None:
           f"{(many - one) / max(1, tables - 1) * 1000:.1f} ms per table", flush=True)
 
 
+def bench_cdc(base: Path, tables: int) -> None:
+    """A MySQL CDC connector over `tables` tables of the test services' private MariaDB (`make
+    services-up`): the snapshot batch, then a binlog batch with one update in every table."""
+    import pymysql
+
+    env = dict(line.split("=", 1) for line in (REPO / ".services" / "services.env").read_text().splitlines()
+               if "=" in line and not line.startswith("#"))
+    host, port = env["LAKECONNECT_TEST_MARIADB_HOST"], int(env["LAKECONNECT_TEST_MARIADB_PORT"])
+    user, password = env["LAKECONNECT_TEST_MARIADB_USER"], env["LAKECONNECT_TEST_MARIADB_PASSWORD"]
+    conn = pymysql.connect(host=host, port=port, user=user, password=password, autocommit=True)
+    cur = conn.cursor()
+    cur.execute("DROP DATABASE IF EXISTS bench_scale_cdc")
+    cur.execute("CREATE DATABASE bench_scale_cdc")
+    cur.execute("USE bench_scale_cdc")
+    for i in range(tables):
+        cur.execute(f"CREATE TABLE t{i:04d} (id INT PRIMARY KEY, name VARCHAR(20))")
+        cur.execute(f"INSERT INTO t{i:04d} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    lake = base / "cdc-lake"
+    worker = base / "cdc-worker.properties"
+    worker.write_text(f"lake.root={lake}\nspark.master=local[2]\nspark.sql.shuffle.partitions=4\n"
+                      "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
+                      "value.converter=org.apache.kafka.connect.json.JsonConverter\n")
+    config = {"name": "cdc", "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+              "database.hostname": host, "database.port": str(port), "database.user": user,
+              "database.password": password, "database.server.id": "10077", "topic.prefix": "scale",
+              "database.include.list": "bench_scale_cdc", "include.schema.changes": "false"}
+    path = base / "cdc.json"
+    path.write_text(json.dumps(config))
+    cli = [sys.executable, "-m", "ingest", "--worker", str(worker)]
+    made = subprocess.run(cli + ["connectors", "create", str(path)], capture_output=True, text=True, cwd=REPO)
+    if made.returncode != 0:
+        raise RuntimeError(f"creating the CDC connector failed: {made.stderr[-2000:]}")
+
+    def batch(what: str) -> None:
+        t = time.perf_counter()
+        r = subprocess.run(cli + ["run", "cdc", "--json"], capture_output=True, text=True, cwd=REPO)
+        took = time.perf_counter() - t
+        if r.returncode != 0:
+            raise RuntimeError(f"the {what} batch failed: {r.stderr[-2000:]}")
+        report = json.loads(r.stdout.strip().splitlines()[-1])
+        status = json.loads(subprocess.run(cli + ["connectors", "status", "cdc", "--runs", "1"], capture_output=True,
+                                           text=True, cwd=REPO).stdout)
+        steps = status["runs"][-1]["timings_ms"]
+        print(f"  {what}: {report['records']} records into {len(report['topics'])} topics in {took:.1f} s "
+              f"({took / tables * 1000:.0f} ms per table); steps (ms) "
+              f"{json.dumps({k: round(v) for k, v in steps.items()})}", flush=True)
+
+    try:
+        batch("snapshot batch")
+        for i in range(tables):
+            cur.execute(f"UPDATE t{i:04d} SET name = 'z' WHERE id = 1")
+        batch("binlog batch, an update in every table")
+    finally:
+        cur.execute("DROP DATABASE IF EXISTS bench_scale_cdc")
+        conn.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--commits", type=int, default=10_000)
     ap.add_argument("--offset-rows", type=int, default=1_000_000)
     ap.add_argument("--tables", type=int, default=1000)
-    ap.add_argument("--skip", default="", help="comma-separated parts to leave out: topic, offsets, jdbc")
+    ap.add_argument("--cdc-tables", type=int, default=1000)
+    ap.add_argument("--skip", default="", help="comma-separated parts to leave out: topic, offsets, jdbc, cdc")
     args = ap.parse_args()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     base = Path(tempfile.mkdtemp(prefix="lc-bench-scale-"))
@@ -244,6 +305,9 @@ def main() -> None:
         if "jdbc" not in skip:
             print(f"3. a JDBC source over {args.tables:,} tables", flush=True)
             bench_jdbc(base, args.tables)
+        if "cdc" not in skip:
+            print(f"4. a MySQL CDC source over {args.cdc_tables:,} tables", flush=True)
+            bench_cdc(base, args.cdc_tables)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
