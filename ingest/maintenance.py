@@ -281,8 +281,7 @@ class Maintainer:
 
         result = TopicTable(self.lake_root, target.name, self.storage_options, spark=self.spark).clean(
             now_ms=None if self.now is None else int(self.now * 1000), spark=self.spark)
-        return result.to_json() if result is not None and hasattr(result, "to_json") else (
-            None if result is None else dict(result.__dict__))
+        return result.to_json() if result.table_version is not None else None  # None: nothing to remove
 
     def _history(self, target: Target, dt: DeltaTable) -> dict[str, int] | None:
         kind = _STATE_KINDS.get(tuple(dt.schema().to_arrow().names))
