@@ -133,17 +133,14 @@ def _props(operation: str) -> CommitProperties:
 
 
 def discover(lake_root: str, topics: Sequence[str] | None, state_tables: Sequence[str],
-             include_state: bool = True) -> list[Target]:
-    """The tables to maintain: the named topics (or, on a local lake, every topic), then the state tables
-    under `_connect` (every Delta table there on a local lake; the worker's four on a remote one)."""
+             include_state: bool = True, storage_options: Mapping[str, str] | None = None) -> list[Target]:
+    """The tables to maintain: the named topics (or every topic of the lake), then the state tables under
+    `_connect` (every Delta table there on a local lake; the worker's four on a remote one)."""
     from ingest.topics.table import TOPICS_DIR, list_topics
 
     root = normalize_uri(lake_root)
     if topics is None:
-        if not is_local(root):
-            raise ConfigError([Problem("--topic", f"the topics of the remote lake {root} cannot be listed: name "
-                                                  "the topics to maintain with --topic")])
-        topics = list_topics(root)
+        topics = list_topics(root, storage_options)
     out = [Target("topic", t, f"{root}/{TOPICS_DIR}/{t}") for t in topics]
     if not include_state:
         return out

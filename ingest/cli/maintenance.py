@@ -54,7 +54,8 @@ def cmd_run(args) -> int:
                                               "brokers apply retention and compaction; maintain state tables only")])
     topics = [] if kafka or args.state_only else (args.topic or None)
     state = [worker[n] for n in (CONFIGS_TABLE, OFFSET_STORAGE_TOPIC, STATUS_TABLE, RUNS_TABLE)]
-    targets = discover(lake, topics, state, include_state=not args.topics_only)
+    targets = discover(lake, topics, state, include_state=not args.topics_only,
+                       storage_options=storage_options(worker) or None)
     spark = None
     if CLEAN in settings.operations and any(t.kind == "topic" for t in targets):
         from ingest.spark import get_spark
@@ -77,8 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                            "vacuum and state history").add_subparsers(dest="action", metavar="ACTION",
                                                                                      required=True)
     p = m.add_parser("run", help="maintain every topic and state table of the lake (or those named)")
-    p.add_argument("--topic", action="append", metavar="NAME", help="only this topic (repeatable); needed on "
-                   "remote lakes, whose topics cannot be listed")
+    p.add_argument("--topic", action="append", metavar="NAME", help="only this topic (repeatable; default: every "
+                   "topic of the lake)")
     p.add_argument("--topics-only", action="store_true", help="leave the state tables alone")
     p.add_argument("--state-only", action="store_true", help="leave the topics alone")
     p.add_argument("--only", metavar="OPS", help="comma-separated operations: clean (topic retention and compaction), "

@@ -26,7 +26,7 @@ class DeltaTopics:
         return TopicTable(self.lake_root, name, storage_options=self.storage_options or None)
 
     def names(self) -> list[str]:
-        return list_topics(self.lake_root)
+        return list_topics(self.lake_root, self.storage_options)
 
     def group_offsets(self, group: str, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
         return {}  # a sink's positions live in the lake's offsets table only

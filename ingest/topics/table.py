@@ -34,7 +34,7 @@ from pyspark.errors import PySparkException
 
 from ingest.config.topic_configs import CLEANUP_POLICY, COMPACT, compacted, topic_configs
 from ingest.delta import read_table, write_dataframe
-from ingest.delta._table import first_line, is_local, normalize_uri, open_table, transaction_version
+from ingest.delta._table import first_line, is_local, normalize_uri, open_table, storage_opts, transaction_version
 from ingest.errors import ConfigError, DataError, Problem, RetriableError, StateError
 from ingest.topics._lock import lake_lock
 from ingest.topics.murmur2 import partition_column
@@ -288,15 +288,31 @@ class AppendResult:
         return {p: r.last + 1 for p, r in self.partitions.items()}
 
 
-def list_topics(lake_root: str) -> list[str]:
-    """Names of the topics in the lake (directories under `topics/` holding a Delta log)."""
+def list_topics(lake_root: str, storage_options: Mapping[str, str] | None = None) -> list[str]:
+    """Names of the topics in the lake (directories under `topics/` holding a Delta log). A remote lake is
+    listed through the object store delta-rs uses, with the same storage options."""
     root = normalize_uri(lake_root)
     if not is_local(root):
-        raise StateError(f"listing topics of the remote lake {root} is not supported yet")
+        return _list_remote_topics(f"{root}/{TOPICS_DIR}", storage_options)
     base = os.path.join(root, TOPICS_DIR)
     if not os.path.isdir(base):
         return []
     return sorted(n for n in os.listdir(base) if os.path.isdir(os.path.join(base, n, "_delta_log")))
+
+
+def _list_remote_topics(base: str, storage_options: Mapping[str, str] | None) -> list[str]:
+    from deltalake.fs import DeltaStorageHandler
+    from pyarrow.fs import FileSelector, FileType, PyFileSystem
+
+    try:
+        fs = PyFileSystem(DeltaStorageHandler(base, storage_opts(storage_options)))
+        found = [i.path.rstrip("/") for i in fs.get_file_info(FileSelector("", recursive=False, allow_not_found=True))
+                 if i.type == FileType.Directory]
+        logs = fs.get_file_info([f"{name}/_delta_log" for name in found]) if found else []
+    except (OSError, DeltaError, ValueError) as e:
+        raise StateError(f"cannot list the topics under {base}: {first_line(e)}; check the lake's storage "
+                         "options (lake.storage.*) and credentials") from e
+    return sorted(name for name, log_dir in zip(found, logs) if log_dir.type == FileType.Directory)
 
 
 class TopicTable:

@@ -94,3 +94,25 @@ def test_topic_on_s3(spark, s3_options):
     rows = t.read(spark=spark).collect()
     for p in (0, 1):
         assert sorted(x.offset for x in rows if x.partition == p) == list(range(r.partitions[p].count))
+
+
+def test_topics_and_maintenance_targets_of_a_remote_lake_are_listed(s3_options):
+    from ingest.maintenance import discover
+    from ingest.topics import list_topics
+
+    root = "s3://lake/listed"
+    assert list_topics(root, s3_options) == []  # nothing under topics/ yet
+    for name in ("orders", "a.b-c"):
+        TopicTable(root, name, storage_options=s3_options).create(2)
+    # A directory without a Delta log under topics/ is not a topic.
+    import boto3
+
+    boto3.client("s3", endpoint_url=s3_options["AWS_ENDPOINT_URL"], aws_access_key_id="test",
+                 aws_secret_access_key="test", region_name="us-east-1").put_object(
+        Bucket="lake", Key="listed/topics/stray/readme.txt", Body=b"not a table")
+    assert list_topics(root, s3_options) == ["a.b-c", "orders"]
+    targets = discover(root, None, ["connect-offsets"], storage_options=s3_options)
+    assert [(t.kind, t.uri) for t in targets] == [("topic", f"{root}/topics/a.b-c"), ("topic", f"{root}/topics/orders"),
+                                                  ("state", f"{root}/_connect/connect-offsets")]
+    with pytest.raises(StateError, match="cannot list the topics under s3://lake/listed/topics"):
+        list_topics(root, {**s3_options, "AWS_ENDPOINT_URL": "http://127.0.0.1:1"})

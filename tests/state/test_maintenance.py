@@ -218,11 +218,3 @@ def test_cli_maintains_the_lake_and_reports_bad_flags(lake, worker_file):
     assert "Traceback" not in bad.stderr
     bad = cli("maintenance", "run", "--only", "defrag", worker=worker_file)
     assert bad.returncode == 2 and "--only: unknown operation(s) ['defrag']" in bad.stderr
-
-
-def test_discover_names_topics_on_remote_lakes():
-    with pytest.raises(ConfigError, match="name the topics to maintain with --topic"):
-        discover("s3://bucket/lake", None, [])
-    targets = discover("s3://bucket/lake", ["orders"], ["connect-offsets"])
-    assert [(t.kind, t.uri) for t in targets] == [("topic", "s3://bucket/lake/topics/orders"),
-                                                  ("state", "s3://bucket/lake/_connect/connect-offsets")]
