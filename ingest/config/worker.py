@@ -24,6 +24,7 @@ OFFSET_STORAGE_TOPIC = "offset.storage.topic"
 CONFIGS_TABLE = "lake.configs.table"
 STATUS_TABLE = "lake.status.table"
 RUNS_TABLE = "lake.runs.table"
+LOCKS_DIR = "lake.locks.dir"
 FILE_CONNECTORS_ENABLE = "file.connectors.enable"
 SPARK_MASTER = "spark.master"
 KEY_CONVERTER = "key.converter"
@@ -77,6 +78,10 @@ def worker_config_def() -> ConfigDef:
     d.define(CONFIGS_TABLE, Type.STRING, "connect-configs", group="Lake", doc="Name of the connector configs table.")
     d.define(STATUS_TABLE, Type.STRING, "connect-status", group="Lake", doc="Name of the status table.")
     d.define(RUNS_TABLE, Type.STRING, "connect-runs", group="Lake", doc="Name of the batch runs table.")
+    d.define(LOCKS_DIR, Type.STRING, None, group="Lake",
+             doc="Directory of the leases that keep one run per connector task (an exclusive flock per task). "
+                 "Default: <lake.root>/_locks. A lake on an object store (s3://...) cannot hold them: give a "
+                 "local directory (the runs of one machine) or a shared mount (the runs of several).")
     d.define(FILE_CONNECTORS_ENABLE, Type.BOOLEAN, False, group="Plugins",
              doc="Load FileStreamSource and FileStreamSink; they read and write arbitrary files on the worker.")
     d.define(SPARK_MASTER, Type.STRING, "local[*]", importance=Importance.HIGH, group="Spark",

@@ -14,12 +14,16 @@ from ingest.errors import ConcurrentRunError, StateError
 
 
 class Lease:
-    def __init__(self, lake_root: str, name: str):
-        if "://" in lake_root and not lake_root.startswith("file://"):
-            raise StateError(f"leases on a remote lake ({lake_root}) are not supported yet; "
-                             "run connectors against a local or mounted lake")
-        root = lake_root.removeprefix("file://")
-        self.path = Path(root) / "_locks" / f"{name}.lock"
+    def __init__(self, lake_root: str, name: str, locks_dir: str | None = None):
+        if locks_dir:
+            directory = Path(locks_dir)
+        elif "://" in lake_root and not lake_root.startswith("file://"):
+            raise StateError(f"leases on a remote lake ({lake_root}) need a directory every run of its connectors "
+                             "shares: set lake.locks.dir in the worker config to a local or mounted directory "
+                             "(one machine's runs, or a shared mount for several), or use a mounted lake")
+        else:
+            directory = Path(lake_root.removeprefix("file://")) / "_locks"
+        self.path = directory / f"{name}.lock"
         self._fd: int | None = None
 
     def acquire(self, what: str) -> Lease:

@@ -15,7 +15,7 @@ from typing import Any
 from ingest.api import TaskContext
 from ingest.config.configdef import Config, is_secret_key, mask
 from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX, ConnectorSetup, validate_connector
-from ingest.config.worker import (CONFIGS_TABLE, LAKE_ROOT, OFFSET_STORAGE_TOPIC, RUNS_TABLE, STATUS_TABLE,
+from ingest.config.worker import (CONFIGS_TABLE, LAKE_ROOT, LOCKS_DIR, OFFSET_STORAGE_TOPIC, RUNS_TABLE, STATUS_TABLE,
                                   spark_settings, storage_options)
 from ingest.errors import ConfigError, LakeConnectError, Problem, StateError
 from ingest.registry import Registry, default_registry
@@ -242,7 +242,9 @@ class Worker:
         if task is not None and task >= len(task_configs):
             raise ConfigError([Problem(TASKS_MAX, f"task {task} does not exist; connector '{name}' has "
                                                   f"{len(task_configs)} task(s)")])
-        leases = [Lease(self.lake_root, f"{name}.task-{t}").acquire(f"connector '{name}' task {t}") for t in task_ids]
+        locks = self.config[LOCKS_DIR]
+        leases = [Lease(self.lake_root, f"{name}.task-{t}", locks).acquire(f"connector '{name}' task {t}")
+                  for t in task_ids]
         reports: list[BatchReport] = []
         try:
             self._set_status(name, CONNECTOR_TASK, RUNNING)

@@ -116,3 +116,38 @@ def test_topics_and_maintenance_targets_of_a_remote_lake_are_listed(s3_options):
                                                   ("state", f"{root}/_connect/connect-offsets")]
     with pytest.raises(StateError, match="cannot list the topics under s3://lake/listed/topics"):
         list_topics(root, {**s3_options, "AWS_ENDPOINT_URL": "http://127.0.0.1:1"})
+
+
+def test_a_connector_runs_on_an_object_store_lake_with_a_local_lease_directory(s3_options, tmp_path):
+    """A FileStream source on an s3:// lake: its run lease lives in lake.locks.dir (an object store cannot
+    hold a flock); a run killed after its write and run again writes every line once; a second run while
+    one holds the lease stops with exit 3; without lake.locks.dir the run says what to set."""
+    import fcntl
+    import json
+
+    from tests.conftest import cli, write_worker
+
+    storage = {f"lake.storage.{k}": v for k, v in s3_options.items()}
+    worker = write_worker(tmp_path / "worker.properties", "s3://lake/run-lake", **storage,
+                          **{"lake.locks.dir": str(tmp_path / "locks")})
+    source = tmp_path / "in.txt"
+    source.write_text("one\ntwo\nthree\n")
+    spec = tmp_path / "fs.json"
+    spec.write_text(json.dumps({"name": "fs", "connector.class": "FileStreamSource", "file": str(source),
+                                "topic": "lines"}))
+    assert cli("connectors", "create", str(spec), worker=worker).returncode == 0
+    killed = cli("run", "fs", worker=worker, env={"LAKECONNECT_CRASH_AT": "write"})
+    assert killed.returncode == 137, killed.stderr
+    assert cli("run", "fs", worker=worker).returncode == 0
+    consumed = cli("topics", "consume", "lines", "--from-beginning", worker=worker)
+    assert consumed.stdout.split() == ["one", "two", "three"], consumed.stderr
+
+    lock = tmp_path / "locks" / "fs.task-0.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        refused = cli("run", "fs", worker=worker)
+    assert refused.returncode == 3 and "connector 'fs' task 0 is already running" in refused.stderr
+
+    no_dir = write_worker(tmp_path / "no-dir.properties", "s3://lake/run-lake", **storage)
+    r = cli("run", "fs", worker=no_dir)
+    assert r.returncode != 0 and "set lake.locks.dir in the worker config" in r.stderr and "Traceback" not in r.stderr
