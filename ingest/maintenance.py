@@ -44,6 +44,7 @@ from ingest.delta._files import write_files
 from ingest.delta._table import first_line, is_local, normalize_uri, open_table
 from ingest.delta.read import snapshot_files
 from ingest.errors import ConfigError, LakeConnectError, Problem, RetriableError, StateError
+from ingest.runtime import secrets
 from ingest.state.stores import EMPTY, ConfigStore, OffsetStore, RunStore, StatusStore
 from ingest.topics._lock import lake_lock
 
@@ -200,8 +201,8 @@ def compact_history(uri: str, key: Sequence[str], cutoff_us: int, storage_option
     newest = (candidates.sort_by([("written_at", "ascending"), ("_i", "ascending")])
               .append_column("_p", pa.array(range(candidates.num_rows), pa.int64())))
     best = newest.group_by(list(key), use_threads=False).aggregate([("_p", "max")]).column("_p_max")
-    keep_latest = newest.column("_i").take(best)
-    mask = pc.or_(pc.fill_null(recent, False), pc.is_in(pos, value_set=pa.array(keep_latest.to_pylist(), pa.int64())))
+    keep_latest = newest.column("_i").take(best).combine_chunks()
+    mask = pc.or_(pc.fill_null(recent, False), pc.is_in(pos, value_set=keep_latest))
     kept = rows.filter(mask)
     if kept.num_rows == n and len(files) <= 1:
         return None
@@ -247,7 +248,8 @@ class Maintainer:
         except (DeltaError, OSError) as e:
             report.error = f"{target.kind} '{target.name}': {first_line(e)}"
         report.seconds = time.monotonic() - started
-        if report.error:
+        if report.error:  # a storage error may quote a configured value: never show a secret
+            report.error = secrets.scrub(report.error)
             log.error("maintenance of %s '%s' failed: %s", target.kind, target.name, report.error)
         return report
 

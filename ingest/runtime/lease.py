@@ -27,8 +27,12 @@ class Lease:
         self._fd: int | None = None
 
     def acquire(self, what: str) -> Lease:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StateError(f"cannot take the lease of {what} at {self.path}: {e.strerror or e}; the lease directory "
+                             "(lake.locks.dir, else <lake.root>/_locks) must be a writable directory") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

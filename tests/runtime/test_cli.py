@@ -72,3 +72,17 @@ def test_demo_moves_new_rows_once(tmp_path):
     lines = [json.loads(line) for name in objects for line in (bucket / name).read_text().splitlines()]
     assert [r["id"] for r in lines] == [1, 2, 3, 4, 5, 6] and lines[0]["title"] == "Kafka Connect"
     assert '"kafka_offset": 6' in second.stdout and '"incrementing": 6' in second.stdout
+
+
+def test_a_lease_directory_that_cannot_be_made_is_named(tmp_path, lake):
+    from tests.conftest import write_worker
+
+    (tmp_path / "plain-file").write_text("")
+    worker = write_worker(tmp_path / "w.properties", lake, **{"lake.locks.dir": str(tmp_path / "plain-file" / "locks")})
+    f = tmp_path / "fs.json"
+    f.write_text(json.dumps({"name": "fs", "connector.class": "FileStreamSource", "file": "/etc/hostname",
+                             "topic": "t"}))
+    assert cli("connectors", "create", str(f), worker=worker).returncode == 0
+    r = cli("run", "fs", worker=worker)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "cannot take the lease of connector 'fs' task 0" in r.stderr and "lake.locks.dir" in r.stderr

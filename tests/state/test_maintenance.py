@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 from ingest.delta._commit import commit_files, plan_write
 from ingest.delta._files import write_files
 from ingest.delta.read import snapshot_files
-from ingest.errors import ConfigError, RetriableError
+from ingest.errors import ConfigError, RetriableError, StateError
 from ingest.maintenance import (
     CHECKPOINT,
     CLEAN,
@@ -218,3 +218,18 @@ def test_cli_maintains_the_lake_and_reports_bad_flags(lake, worker_file):
     assert "Traceback" not in bad.stderr
     bad = cli("maintenance", "run", "--only", "defrag", worker=worker_file)
     assert bad.returncode == 2 and "--only: unknown operation(s) ['defrag']" in bad.stderr
+
+
+def test_a_failure_report_never_shows_a_secret(lake, monkeypatch):
+    from ingest.runtime import secrets
+
+    secrets.register(["s3cr3t-key-value"])
+    _stores(lake).status.set("c", 0, "RUNNING")
+
+    def failing(self, target):
+        raise StateError("store said: denied for key s3cr3t-key-value")
+
+    monkeypatch.setattr(Maintainer, "_compact", failing)
+    target = Target("state", "connect-status", state_uri(str(lake), "connect-status"))
+    report = Maintainer(str(lake), None, _settings(COMPACT)).maintain(target)
+    assert "denied for key" in report.error and "s3cr3t-key-value" not in report.error
