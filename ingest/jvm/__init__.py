@@ -80,8 +80,7 @@ def java_function(spark: SparkSession, name: str, class_name: str, return_type: 
             spark.udf.registerJavaFunction(name, class_name, return_type)
         else:
             session = spark._jsparkSession
-            udf = spark._jvm.org.apache.spark.sql.functions.udf(_instance(spark, class_name),
-                                                                session.parseDataType(return_type.json()))
+            udf = _typed_udf(spark, _instance(spark, class_name), session.parseDataType(return_type.json()))
             session.udf().register(name, udf.asNondeterministic())
 
     return _registered(spark, name, class_name, register)
@@ -97,6 +96,22 @@ def java_expression(spark: SparkSession, name: str, builder_class: str) -> bool:
         registry.createOrReplaceTempFunction(name, _instance(spark, builder_class), "java_udf")
 
     return _registered(spark, name, builder_class, register)
+
+
+def _typed_udf(spark: SparkSession, instance, return_type):
+    """`functions.udf(UDFn f, DataType)` for the Java UDF interface `instance` implements. Called by
+    reflection: Py4J picks among `udf`'s overloads in the order the JVM lists them, which varies from run to
+    run, and may take `udf(Object, DataType)`, the untyped Scala UDF that Spark refuses."""
+    jvm, gateway = spark._jvm, spark.sparkContext._gateway
+    interface = next((i for i in instance.getClass().getInterfaces()
+                      if i.getName().startswith("org.apache.spark.sql.api.java.UDF")), None)
+    if interface is None:
+        raise TypeError(f"{instance.getClass().getName()} implements no org.apache.spark.sql.api.java.UDFn")
+    types = gateway.new_array(jvm.java.lang.Class, 2)
+    types[0], types[1] = interface, jvm.java.lang.Class.forName("org.apache.spark.sql.types.DataType")
+    args = gateway.new_array(jvm.java.lang.Object, 2)
+    args[0], args[1] = instance, return_type
+    return jvm.java.lang.Class.forName("org.apache.spark.sql.functions").getMethod("udf", types).invoke(None, args)
 
 
 def _instance(spark: SparkSession, class_name: str):
