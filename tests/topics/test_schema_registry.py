@@ -63,3 +63,19 @@ def test_concurrent_registration(tmp_path):
         by_schema.setdefault(schema, set()).add(i)
     assert all(len(v) == 1 for v in by_schema.values())
     assert sorted(next(iter(v)) for v in by_schema.values()) == [1, 2, 3]
+
+
+def test_register_many_is_one_commit_with_the_ids_one_at_a_time_would_give(tmp_path):
+    one, many = tmp_path / "one", tmp_path / "many"
+    pairs = [("a-value", INT), ("b-value", STR), ("a-value", INT_REFORMATTED), ("c-value", INT), ("a-value", STR),
+             ("b-value", STR)]
+    by_one = [SchemaRegistry(str(one)).register(s, j) for s, j in pairs]
+    reg = SchemaRegistry(str(many))
+    assert reg.register_many(pairs) == by_one == [1, 2, 1, 1, 2, 2]
+    assert DeltaTable(str(many / "_schemas")).version() == 0  # four new rows, one commit
+    assert reg.register_many(pairs) == by_one  # known: nothing more written
+    assert SchemaRegistry(str(many)).register_many(pairs + [("d-value", STR)]) == by_one + [2]
+    assert DeltaTable(str(many / "_schemas")).version() == 1
+    fresh = SchemaRegistry(str(many))
+    assert [(s.id, s.version) for s in fresh.versions("a-value")] == [(1, 1), (2, 2)]
+    assert [(s.id, s.version) for s in fresh.versions("d-value")] == [(2, 1)]
