@@ -37,6 +37,7 @@ from ingest.state.tables import canonical_json, eq, now
 from ingest.topics import SchemaRegistry, TopicTable
 from ingest.topics.backend import DeltaTopics, KafkaTopics
 from ingest.topics.kafka import KafkaTopic
+from ingest.topics.many import JOB_TOPICS, append_topics
 
 
 @dataclass
@@ -57,7 +58,8 @@ class BatchReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"connector": self.connector, "task": self.task, "batch_id": self.batch_id, "outcome": self.outcome,
-                "records": self.records, "failed": self.failed, "resumed": self.resumed, "topics": self.topics}
+                "records": self.records, "failed": self.failed, "resumed": self.resumed, "topics": self.topics,
+                "timings_ms": self.timings_ms}
 
     def summary(self) -> str:
         if self.outcome == EMPTY:
@@ -73,6 +75,9 @@ class BatchReport:
                 f"{failed}{again}")
 
 
+# From this many topics in one source batch, the topics whose records are one Spark partition each are
+# written by one Spark job (see ingest/topics/many.py) rather than a job each.
+MANY_TOPICS = 8
 MARKERS_FROM = "markers_from"  # in a source batch's plan: where its Kafka transactions' markers start
 RESETS = "resets"  # in a sink batch's plan: the positions auto.offset.reset moved past removed records
 
@@ -192,13 +197,29 @@ class BatchRunner:
                         by_topic.setdefault(topic, []).append(frame)
                 # The source's count of the records holds for one frame of one topic, all of it written.
                 counts = frames[0][1] if len(frames) == 1 and len(topics) == 1 and not failed else None
+                tables, parts = {}, {}
                 for topic in sorted(topics):
-                    table = self._topic(topic)
+                    tables[topic] = table = self._topic(topic)
                     table.create(partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True)
-                    part = union_all([f.filter(F.col(TOPIC) == topic) for f in by_topic[topic]]).drop(TOPIC)
-                    result = policy.retrying(lambda t=table, d=part: t.append(d, app_id=app_id, version=batch_id,
-                                                                              counts=counts, **marks),
-                                             KAFKA_PRODUCE, f"writing topic '{topic}'")
+                    parts[topic] = union_all([f.filter(F.col(TOPIC) == topic) for f in by_topic[topic]]).drop(TOPIC)
+                results = {}
+                if len(topics) >= MANY_TOPICS and not marks and all(isinstance(t, TopicTable) for t in tables.values()):
+                    # Many topics (a source over many tables): one Spark job writes those of small batches. A
+                    # batch read in parallel ranges (it has counts) is big: it is numbered in parallel alone.
+                    big = {t for _, c, frame_topics in frames if c is not None for t in frame_topics}
+                    names = sorted(set(topics) - big)
+                    done, _ = append_topics([(tables[t], parts[t]) for t in names], app_id=app_id, version=batch_id)
+                    results = {names[i]: r for i, r in done.items()}
+                    self.log.info(f"{len(done)} of {len(topics)} topics written together "
+                                  f"({-(-len(names) // JOB_TOPICS)} Spark jobs of up to {JOB_TOPICS} topics)")
+                for topic in sorted(topics):
+                    if topic in results:
+                        result = results[topic]
+                    else:
+                        result = policy.retrying(
+                            lambda t=tables[topic], d=parts[topic]: t.append(d, app_id=app_id, version=batch_id,
+                                                                             counts=counts, **marks),
+                            KAFKA_PRODUCE, f"writing topic '{topic}'")
                     if result is not None:
                         written += result.count
                         written_bytes[0] += result.bytes
@@ -241,7 +262,8 @@ class BatchRunner:
     def _serialise(self, batches: list[RecordBatch]):
         registry = SchemaRegistry(self.lake_root, storage_options=self.storage_options or None)
         policy = self.pipeline.policy
-        frames, persisted, all_topics, failed = [], [], set(), []
+        persisted, all_topics, failed = [], set(), []
+        staged: list[tuple[RecordBatch, list[str], list[str | None]]] = []
         for batch in batches:
             if has_errors(batch.df):
                 if policy.tolerate:  # failed records are set aside: compute the batch once for both parts
@@ -252,40 +274,40 @@ class BatchRunner:
                     batch = replace(batch, df=good, counts=None)
                 else:
                     batch = batch.with_df(strip(guard(batch.df)))
+            topics = list(batch.topics) if batch.topics is not None else None
+            if topics is None:  # finding them runs the batch once: keep the result for the write
+                df = batch.df.persist(StorageLevel.MEMORY_AND_DISK)
+                persisted.append(df)
+                batch = batch.with_df(df)
+                topics = self._distinct_topics(df)
+            if topics:
+                texts = [None if schema is None else json.dumps(schema.to_json(), separators=(",", ":"))
+                         for schema in (batch.key_schema, batch.value_schema)]
+                staged.append((batch, topics, texts))
+        # Every batch's subjects in one registration: one read of the registry and one commit, not one per table.
+        wanted = [(f"{t}-{part}", text) for _, topics, texts in staged for part, text in zip(("key", "value"), texts)
+                  if text is not None for t in topics]
+        ids = dict(zip(wanted, registry.register_many(wanted))) if wanted else {}
+        frames = []
+        for batch, topics, texts in staged:
             try:
-                frame_topics: set[str] = set()
-                frame = self._serialise_one(batch, registry, persisted, frame_topics)
-                all_topics.update(frame_topics)
+                frame = self._serialise_one(batch, topics, texts, ids)
             except DataError as e:  # the converter cannot write this batch's schema at all
                 if not policy.tolerate:
                     raise
                 failed.append(batch.fail_all(str(e), stage=getattr(e, "stage", VALUE_CONVERTER),
                                              executing_class=getattr(e, "executing_class", None)).df)
                 continue
-            if frame is not None:
-                frames.append((frame, batch.counts, tuple(frame_topics)))
+            all_topics.update(topics)
+            frames.append((frame, batch.counts, tuple(topics)))
         return frames, persisted, all_topics, failed
 
-    def _serialise_one(self, batch: RecordBatch, registry, persisted, all_topics):
-        topics = list(batch.topics) if batch.topics is not None else None
-        if topics is None:  # finding them runs the batch once: keep the result for the write
-            df = batch.df.persist(StorageLevel.MEMORY_AND_DISK)
-            persisted.append(df)
-            batch = batch.with_df(df)
-            topics = self._distinct_topics(df)
-        if not topics:
-            return None
-        all_topics.update(topics)
-        ids = []
-        for part, schema in (("key", batch.key_schema), ("value", batch.value_schema)):
-            if schema is None:
-                ids.append(None)
-                continue
-            text = json.dumps(schema.to_json(), separators=(",", ":"))
-            by_topic = {t: registry.register(f"{t}-{part}", text) for t in topics}
-            ids.append(_per_topic(by_topic))
+    def _serialise_one(self, batch: RecordBatch, topics: list[str], texts: list[str | None],
+                       ids: dict[tuple[str, str], int]):
+        columns = [None if text is None else _per_topic({t: ids[(f"{t}-{part}", text)] for t in topics})
+                   for part, text in zip(("key", "value"), texts)]
         return self.pipeline.serialise(batch, (None, None)).withColumns(
-            {"key_schema_id": _id_column(ids[0]), "value_schema_id": _id_column(ids[1])})
+            {"key_schema_id": _id_column(columns[0]), "value_schema_id": _id_column(columns[1])})
 
     @staticmethod
     def _distinct_topics(df) -> list[str]:

@@ -32,9 +32,21 @@ from deltalake.exceptions import DeltaError
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
-from ingest.config.topic_configs import CLEANUP_POLICY, COMPACT, compacted, topic_configs
+from ingest.config.topic_configs import (
+    CLEANUP_POLICY,
+    COMPACT,
+    compacted,
+    topic_configs,
+)
 from ingest.delta import read_table, write_dataframe
-from ingest.delta._table import first_line, is_local, normalize_uri, open_table, storage_opts, transaction_version
+from ingest.delta._table import (
+    first_line,
+    is_local,
+    normalize_uri,
+    open_table,
+    storage_opts,
+    transaction_version,
+)
 from ingest.errors import ConfigError, DataError, Problem, RetriableError, StateError
 from ingest.topics._lock import lake_lock
 from ingest.topics.murmur2 import partition_column
@@ -698,12 +710,17 @@ class TopicTable:
     def _stage(self, df: DataFrame, n: int, version: int, ts_type: str, keyed: bool = False) -> DataFrame:
         """The records in the topic's columns, each with its partition and `seq`, not yet numbered. With
         `keyed` (a compacted topic) a record without a key fails the batch, as Kafka's broker refuses it."""
+        return df.select(*self._stage_columns({f.name: f.dataType for f in df.schema.fields}, n, version, ts_type,
+                                              keyed))
+
+    def _stage_columns(self, types: Mapping[str, Any], n: int, version: int, ts_type: str, keyed: bool = False):
+        """`_stage`'s columns for records of column `types` (expressions only: the same for every batch of
+        those types)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType, NullType, StringType
 
-        types = {f.name: f.dataType for f in df.schema.fields}
         if SEQ not in types:
-            raise ValueError(f"records for topic '{self.name}' need a `seq` column (their order); columns: {df.columns}")
+            raise ValueError(f"records for topic '{self.name}' need a `seq` column (their order); columns: {list(types)}")
         for col in (KEY, VALUE):
             t = types.get(col)
             if t is not None and not isinstance(t, (BinaryType, StringType, NullType)):
@@ -730,7 +747,7 @@ class TopicTable:
             if HEADERS in types
             else F.array().cast(HEADERS_DDL)
         )
-        return df.select(
+        return [
             chosen.alias(PARTITION),
             F.col(SEQ).cast("long").alias(SEQ),
             F.date_trunc("millisecond", ts).alias(TIMESTAMP),  # Kafka timestamps are milliseconds
@@ -740,7 +757,7 @@ class TopicTable:
             headers.alias(HEADERS),
             opt(KEY_SCHEMA_ID, "int").alias(KEY_SCHEMA_ID),
             opt(VALUE_SCHEMA_ID, "int").alias(VALUE_SCHEMA_ID),
-        )
+        ]
 
     def _result(self, result, base: dict[int, int]) -> AppendResult:
         """Per-partition offsets from the written files' statistics (no pass over the data)."""

@@ -34,6 +34,7 @@ import datetime as dt
 import json
 import os
 import random
+import re
 import shutil
 import sqlite3
 import statistics
@@ -56,6 +57,25 @@ def _live_bytes(uri: str) -> int:
     import pyarrow as pa
 
     return sum(pa.table(DeltaTable(uri).get_add_actions(flatten=True)).column("size_bytes").to_pylist())
+
+
+def _one_job(stderr: str) -> str:
+    """The run log's "N of M topics written together (...)", if it says so."""
+    found = re.search(r"(\d+ of \d+ topics written together \([^)]*\))", stderr)
+    return f"; {found.group(1)}" if found else ""
+
+
+def _batch(cli: list[str], connector: str, what: str, tables: int) -> None:
+    """Run one batch of `connector` in its own process; print its records, topics, time and steps."""
+    t = time.perf_counter()
+    r = subprocess.run(cli + ["run", connector, "--json"], capture_output=True, text=True, cwd=REPO)
+    took = time.perf_counter() - t
+    if r.returncode != 0:
+        raise RuntimeError(f"the {what} failed: {r.stderr[-2000:]}")
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    steps = {k: round(v) for k, v in (report.get("timings_ms") or {}).items()}
+    print(f"  {what}: {report.get('records', 0)} records into {len(report.get('topics') or [])} topics in {took:.1f} s "
+          f"({took / tables * 1000:.0f} ms per table); steps (ms) {json.dumps(steps)}{_one_job(r.stderr)}", flush=True)
 
 
 def _timed(call, reps: int = 3) -> tuple[float, object]:
@@ -226,6 +246,9 @@ def bench_jdbc(base: Path, tables: int) -> None:
     print(f"  JDBC source: the process up to the end of the plan step: 1 table {one:.1f} s, {tables} tables "
           f"{many:.1f} s; plan of {tables} tables {many - one:.1f} s over one table's, "
           f"{(many - one) / max(1, tables - 1) * 1000:.1f} ms per table", flush=True)
+    cli = [sys.executable, "-m", "ingest", "--worker", str(worker)]
+    for what in ("JDBC first batch (every table's rows)", "JDBC second batch (nothing new)"):
+        _batch(cli, "many", what, tables)
 
 
 def bench_cdc(base: Path, tables: int) -> None:
@@ -261,25 +284,11 @@ def bench_cdc(base: Path, tables: int) -> None:
     if made.returncode != 0:
         raise RuntimeError(f"creating the CDC connector failed: {made.stderr[-2000:]}")
 
-    def batch(what: str) -> None:
-        t = time.perf_counter()
-        r = subprocess.run(cli + ["run", "cdc", "--json"], capture_output=True, text=True, cwd=REPO)
-        took = time.perf_counter() - t
-        if r.returncode != 0:
-            raise RuntimeError(f"the {what} batch failed: {r.stderr[-2000:]}")
-        report = json.loads(r.stdout.strip().splitlines()[-1])
-        status = json.loads(subprocess.run(cli + ["connectors", "status", "cdc", "--runs", "1"], capture_output=True,
-                                           text=True, cwd=REPO).stdout)
-        steps = status["runs"][-1]["timings_ms"]
-        print(f"  {what}: {report['records']} records into {len(report['topics'])} topics in {took:.1f} s "
-              f"({took / tables * 1000:.0f} ms per table); steps (ms) "
-              f"{json.dumps({k: round(v) for k, v in steps.items()})}", flush=True)
-
     try:
-        batch("snapshot batch")
+        _batch(cli, "cdc", "snapshot batch", tables)
         for i in range(tables):
             cur.execute(f"UPDATE t{i:04d} SET name = 'z' WHERE id = 1")
-        batch("binlog batch, an update in every table")
+        _batch(cli, "cdc", "binlog batch, an update in every table", tables)
     finally:
         cur.execute("DROP DATABASE IF EXISTS bench_scale_cdc")
         conn.close()
