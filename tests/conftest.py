@@ -18,10 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # Tests that tests/services/pytest.sh runs in one process after the others (marker `serial`): the MySQL
-# CDC tests, which need the MariaDB binlog to themselves; and the topic table's tests, four of which (the
-# ones checking that the Java position function numbers a one-task batch without a count) failed on a
-# pytest-xdist worker after other tests had run there, for a reason not found yet, and pass alone.
-SERIAL = ("tests/mysql/", "tests/topics/test_topic_table.py")
+# CDC tests, which need the MariaDB binlog to themselves.
+SERIAL = ("tests/mysql/",)
 
 
 def pytest_collection_modifyitems(items):

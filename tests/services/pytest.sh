@@ -6,7 +6,7 @@
 #    overlap well on two cores. LAKECONNECT_TEST_WORKERS sets the number (0: in this process).
 # 2. the tests marked `serial` (tests/conftest.py), in one process: the MySQL CDC tests, as each batch
 #    reads the private MariaDB's binlog up to its end and some restart the server or purge its binlogs, so
-#    no other test may write to it meanwhile; and the topic table's tests.
+#    no other test may write to it meanwhile.
 #
 # Arguments go to both runs (paths, -k, -x, --lf ...). Both parts run even when the first fails; the exit
 # status is the first failure's. A part with no test selected (pytest's status 5) counts as passed.
