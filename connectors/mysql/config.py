@@ -31,6 +31,8 @@ SIGNAL_DATA_COLLECTION = "signal.data.collection"
 INCREMENTAL_CHUNK_SIZE = "incremental.snapshot.chunk.size"
 HEARTBEAT_INTERVAL_MS = "heartbeat.interval.ms"
 HEARTBEAT_PREFIX = "topic.heartbeat.prefix"
+# Offset key (beside Debezium's): when the last heartbeat was written, in ms.
+HEARTBEAT_AT = "lakeconnect.heartbeat.ts_ms"
 INCLUDE_SCHEMA_CHANGES = "include.schema.changes"
 TOMBSTONES_ON_DELETE = "tombstones.on.delete"
 INCLUDE_QUERY = "include.query"
@@ -104,8 +106,10 @@ def mysql_config_def() -> ConfigDef:
         .define(INCREMENTAL_CHUNK_SIZE, Type.INT, 1024, Range.at_least(1), Importance.MEDIUM,
                 doc="Rows per chunk of an incremental snapshot.", group="Snapshot")
         .define(HEARTBEAT_INTERVAL_MS, Type.INT, 0, Range.at_least(0), Importance.MEDIUM,
-                doc="When above 0, a batch whose binlog range held no captured change still commits its "
-                    "offset and writes a heartbeat record to the heartbeat topic.", group="Events")
+                doc="When above 0, a heartbeat record goes to the heartbeat topic once this many ms have "
+                    "passed since the last one, moving the offset on even when no captured table changed "
+                    "(a run that long after the last heartbeat writes one if the binlog is idle).",
+                group="Events")
         .define(HEARTBEAT_PREFIX, Type.STRING, "__debezium-heartbeat", importance=Importance.LOW,
                 doc="Prefix of the heartbeat topic, <prefix>.<topic.prefix>.", group="Events")
         .define(INCLUDE_SCHEMA_CHANGES, Type.BOOLEAN, True, importance=Importance.MEDIUM,

@@ -24,7 +24,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from connectors.mysql.types import Column
+from connectors.mysql.types import Column, from_catalog
 from connectors.transforms.headers import header_array, header_text
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records import schema as S
@@ -249,7 +249,22 @@ def union_rows(frames: Sequence[DataFrame]) -> DataFrame:
 # --- schema change events and heartbeats ---------------------------------------------------------------
 
 SCHEMA_CHANGE_KEY = S.struct("io.debezium.connector.mysql.SchemaChangeKey", ("databaseName", S.STRING_SCHEMA))
-TABLE_CHANGE = S.struct("io.debezium.connector.schema.Change", ("type", S.STRING_SCHEMA), ("id", S.STRING_SCHEMA))
+# Debezium 2.3's ConnectTableChangeSerializer: a change's `table` is the table's structure after the change.
+COLUMN_SCHEMA = S.struct(
+    "io.debezium.connector.schema.Column",
+    ("name", S.STRING_SCHEMA), ("jdbcType", S.INT32_SCHEMA), ("nativeType", S.OPTIONAL_INT32_SCHEMA),
+    ("typeName", S.STRING_SCHEMA), ("typeExpression", S.OPTIONAL_STRING_SCHEMA),
+    ("charsetName", S.OPTIONAL_STRING_SCHEMA), ("length", S.OPTIONAL_INT32_SCHEMA),
+    ("scale", S.OPTIONAL_INT32_SCHEMA), ("position", S.INT32_SCHEMA), ("optional", S.OPTIONAL_BOOLEAN_SCHEMA),
+    ("autoIncremented", S.OPTIONAL_BOOLEAN_SCHEMA), ("generated", S.OPTIONAL_BOOLEAN_SCHEMA),
+    ("comment", S.OPTIONAL_STRING_SCHEMA), ("defaultValueExpression", S.OPTIONAL_STRING_SCHEMA),
+    ("enumValues", S.array(S.STRING_SCHEMA, optional=True)))
+TABLE_SCHEMA = S.struct(
+    "io.debezium.connector.schema.Table", ("defaultCharsetName", S.OPTIONAL_STRING_SCHEMA),
+    ("primaryKeyColumnNames", S.array(S.STRING_SCHEMA, optional=True)), ("columns", S.array(COLUMN_SCHEMA)),
+    ("comment", S.OPTIONAL_STRING_SCHEMA))
+TABLE_CHANGE = S.struct("io.debezium.connector.schema.Change", ("type", S.STRING_SCHEMA), ("id", S.STRING_SCHEMA),
+                        ("table", TABLE_SCHEMA))
 SCHEMA_CHANGE_VALUE = S.struct(
     "io.debezium.connector.mysql.SchemaChangeValue", ("source", SOURCE_SCHEMA), ("ts_ms", S.INT64_SCHEMA),
     ("databaseName", S.OPTIONAL_STRING_SCHEMA), ("schemaName", S.OPTIONAL_STRING_SCHEMA),
@@ -260,12 +275,12 @@ HEARTBEAT_VALUE = S.struct("io.debezium.connector.common.Heartbeat", ("ts_ms", S
 
 def schema_changes(ddl: DataFrame, prefix: str, ts_ms: int) -> RecordBatch:
     """Debezium's schema change events (topic `<topic.prefix>`, keyed by database) of the decoded DDL rows.
-    `tableChanges` names each statement's kind only: the columns a change leaves are carried by the
-    change events themselves (each binlog table map holds the table's columns)."""
-    kind = F.upper(F.regexp_extract(F.col("query"), r"(?is)^\s*(?:/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME|TRUNCATE)", 1))
-    table = F.regexp_extract(F.col("query"), r"(?is)\b(?:TABLE|VIEW)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?`?([\w$]+)`?", 1)
-    change = F.when(table != "", F.array(F.struct(kind.alias("type"), F.concat_ws(".", F.col("db"), table).alias("id")))) \
-        .otherwise(F.array().cast("array<struct<type:string,id:string>>"))
+    Each row's `table_changes` is its `tableChanges` as JSON text (`table_changes_json`, made on the driver
+    by the task: a few items per statement); a row without one has none."""
+    changes_type = S.array(TABLE_CHANGE).to_spark_type()
+    empty = F.array().cast(changes_type)
+    change = (F.coalesce(F.from_json(F.col("table_changes"), changes_type), empty)
+              if "table_changes" in ddl.columns else empty)
     source = F.struct(
         F.lit(SOURCE_VERSION).alias("version"), F.lit("mysql").alias("connector"), F.lit(prefix).alias("name"),
         (F.col("ts_sec") * 1000).alias("ts_ms"), F.lit("false").alias("snapshot"), F.col("db").alias("db"),
@@ -282,6 +297,296 @@ def schema_changes(ddl: DataFrame, prefix: str, ts_ms: int) -> RecordBatch:
         F.lit(None).cast(_HEADERS).alias(HEADERS), F.timestamp_millis(F.lit(ts_ms)).alias(TIMESTAMP),
         (F.col("seq") * 4).alias(SEQ))
     return RecordBatch(df, SCHEMA_CHANGE_KEY, SCHEMA_CHANGE_VALUE, topics=(prefix,))
+
+
+# --- tableChanges: what a DDL statement changed, and each table's structure as Debezium describes it ------
+#
+# Debezium (2.3, MySQL) builds `tableChanges` from its DDL parser's model of each table:
+#   CREATE TABLE                     CREATE, the new table
+#   ALTER TABLE (RENAME TO n too)    ALTER, the table after it (named n after a rename)
+#   RENAME TABLE a TO b, ...         ALTER, table b (one per pair)
+#   DROP TABLE                       nothing: the table has left the model when the event is made, and 2.3's
+#                                    Change schema has no optional `table`, so the list is empty
+#   TRUNCATE, views, databases, CREATE/DROP INDEX, anything else: nothing
+# (CREATE UNIQUE INDEX on a table without a primary key is an ALTER in Debezium; here it has nothing.)
+# Debezium emits one event per table a statement changes; here a statement is one event listing them all.
+#
+# A column is described the way Debezium's parser describes it from the text of its type, as the server
+# prints it (SHOW CREATE TABLE, information_schema.COLUMNS.COLUMN_TYPE):
+#   jdbcType        java.sql.Types of the type name: TINYINT/SMALLINT 5 (SMALLINT), MEDIUMINT/INT/YEAR 4,
+#                   BIGINT -5, FLOAT 6, DOUBLE 8, DECIMAL 3, BIT -7, DATE 91, TIME 92, DATETIME 93,
+#                   TIMESTAMP 2014, CHAR/ENUM/SET 1, VARCHAR/*TEXT 12, BINARY -2, VARBINARY -3, *BLOB 2004,
+#                   JSON and spatial types 1111 (OTHER)
+#   typeName        the type's name upper case with SIGNED/UNSIGNED/ZEROFILL ("INT UNSIGNED"); typeExpression
+#                   the same text; nativeType null
+#   length, scale   the numbers in the parentheses (int(11): 11; decimal(10,2): 10 and 2; datetime(3): 3), none
+#                   without them; ENUM 1, SET 2n-1 (n options)
+#   charsetName     character types (CHAR, VARCHAR, ENUM, SET, TEXT): the column's charset, else the table's
+#   optional        nullable; primary key columns are not
+#   autoIncremented, generated   both AUTO_INCREMENT (Debezium marks an auto-increment column generated)
+#   defaultValueExpression       the DEFAULT literal without its quotes ('x' -> x, b'1' -> 1, 7 -> 7),
+#                   CURRENT_TIMESTAMP -> 1970-01-01 00:00:00, none for NULL and for expressions
+#   enumValues      ENUM/SET options as written, quotes included ('a'), as Debezium keeps them
+#   comment         null (Debezium's include.schema.comments is off by default), for the table too
+# primaryKeyColumnNames: the primary key, else the first unique index (whose columns Debezium then makes
+# required); defaultCharsetName: the table's charset.
+#
+# Where this differs from Debezium: Debezium parses the statement as written, so a streamed `n INT` has no
+# length and `BOOL` is BOOLEAN; here the type is as the server keeps it (MariaDB: int(11), tinyint(1)), as
+# Debezium sees it after a snapshot or restart reads SHOW CREATE TABLE.
+
+JDBC_TYPES = {
+    "BIT": -7, "TINYINT": -6, "SMALLINT": 5, "INTEGER": 4, "BIGINT": -5, "FLOAT": 6, "REAL": 7, "DOUBLE": 8,
+    "NUMERIC": 2, "DECIMAL": 3, "CHAR": 1, "VARCHAR": 12, "LONGVARCHAR": -1, "DATE": 91, "TIME": 92,
+    "TIMESTAMP": 93, "BINARY": -2, "VARBINARY": -3, "LONGVARBINARY": -4, "OTHER": 1111, "BLOB": 2004,
+    "CLOB": 2005, "BOOLEAN": 16, "NCHAR": -15, "NVARCHAR": -9, "LONGNVARCHAR": -16, "NCLOB": 2011,
+    "TIMESTAMP_WITH_TIMEZONE": 2014,
+}
+"""java.sql.Types."""
+_MYSQL_JDBC = {  # MySqlAntlrDdlParser's data type entries
+    "tinyint": "SMALLINT", "int1": "SMALLINT", "smallint": "SMALLINT", "int2": "SMALLINT", "mediumint": "INTEGER",
+    "int3": "INTEGER", "middleint": "INTEGER", "int": "INTEGER", "integer": "INTEGER", "int4": "INTEGER",
+    "bigint": "BIGINT", "int8": "BIGINT", "serial": "BIGINT", "real": "REAL", "double": "DOUBLE",
+    "double precision": "DOUBLE", "float8": "DOUBLE", "float": "FLOAT", "float4": "FLOAT", "decimal": "DECIMAL",
+    "dec": "DECIMAL", "fixed": "DECIMAL", "numeric": "NUMERIC", "bit": "BIT", "time": "TIME",
+    "timestamp": "TIMESTAMP_WITH_TIMEZONE", "datetime": "TIMESTAMP", "binary": "BINARY", "varbinary": "VARBINARY",
+    "blob": "BLOB", "tinyblob": "BLOB", "mediumblob": "BLOB", "longblob": "BLOB", "year": "INTEGER", "date": "DATE",
+    "bool": "BOOLEAN", "boolean": "BOOLEAN", "char": "CHAR", "character": "CHAR", "varchar": "VARCHAR",
+    "tinytext": "VARCHAR", "text": "VARCHAR", "mediumtext": "VARCHAR", "longtext": "VARCHAR", "nchar": "NCHAR",
+    "nvarchar": "NVARCHAR", "enum": "CHAR", "set": "CHAR",
+}
+_CHARSET_JDBC = {JDBC_TYPES[t] for t in ("CHAR", "VARCHAR", "LONGVARCHAR", "CLOB", "NCHAR", "NVARCHAR",
+                                          "LONGNVARCHAR", "NCLOB")}
+"""Column.typeUsesCharset (DATALINK and SQLXML never come from MySQL)."""
+_DEFAULT_DIMENSIONS = {"decimal": (10, 0), "dec": (10, 0), "fixed": (10, 0), "numeric": (10, 0)}
+_EPOCH_TEXT = "1970-01-01 00:00:00"
+_NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+_QUALIFIED = rf"({_NAME})(?:\s*\.\s*({_NAME}))?"
+
+
+def table_id(db: str, table: str) -> str:
+    """Debezium's TableId.toDoubleQuotedString for MySQL (the database is the catalog): "db"."t"."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in (db, table) if part)
+
+
+@dataclass(frozen=True)
+class DdlTargets:
+    """What one DDL statement does to tables: `changes` are (type, db, table) items of its tableChanges (the
+    table named as it is after the statement); `touched` the tables whose structure (or existence) changes."""
+
+    changes: tuple[tuple[str, str, str], ...] = ()
+    touched: tuple[tuple[str, str], ...] = ()
+
+
+def ddl_targets(query: str | None, db: str | None) -> DdlTargets:
+    """The tables a DDL statement (as the binlog has it, run in database `db`) creates, alters or drops."""
+    text = re.sub(r"(?s)^\s*(?:/\*.*?\*/\s*)*", "", query or "")
+
+    def name(m, i: int = 1) -> tuple[str, str] | None:
+        first, second = _unquote(m.group(i)), m.group(i + 1)
+        if second is not None:
+            return first, _unquote(second)
+        return (db, first) if db else None
+
+    m = re.match(rf"(?is)CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_QUALIFIED}",
+                 text)
+    if m:
+        t = name(m)
+        return DdlTargets((("CREATE", *t),), (t,)) if t else DdlTargets()
+    m = re.match(rf"(?is)ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?{_QUALIFIED}", text)
+    if m:
+        t = name(m)
+        if not t:
+            return DdlTargets()
+        r = re.search(rf"(?is)\bRENAME\s+(?:TO\s+|AS\s+)?(?!(?:COLUMN|INDEX|KEY)\b){_QUALIFIED}", text[m.end():])
+        new = name(r) if r else None
+        return DdlTargets((("ALTER", *(new or t)),), (t, new) if new else (t,))
+    m = re.match(r"(?is)RENAME\s+TABLES?\s+(?:IF\s+EXISTS\s+)?", text)
+    if m:
+        changes, touched = [], []
+        pair = rf"(?is){_QUALIFIED}\s+(?:WAIT\s+\d+\s+|NOWAIT\s+)?TO\s+{_QUALIFIED}"
+        for p in re.finditer(pair, text[m.end():]):
+            old, new = name(p, 1), name(p, 3)
+            if old and new:
+                changes.append(("ALTER", *new))
+                touched += [old, new]
+        return DdlTargets(tuple(changes), tuple(touched))
+    m = re.match(r"(?is)DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?", text)
+    if m:
+        touched, pos, one = [], m.end(), re.compile(rf"(?is)\s*{_QUALIFIED}\s*(,?)")
+        while (p := one.match(text, pos)) is not None:  # a, b, `c`.`d` /* generated by server */
+            t = name(p)
+            if t:
+                touched.append(t)
+            if not p.group(3):
+                break
+            pos = p.end()
+        return DdlTargets((), tuple(touched))
+    return DdlTargets()
+
+
+def _unquote(part: str) -> str:
+    return part[1:-1].replace("``", "`") if part.startswith("`") else part
+
+
+@dataclass(frozen=True)
+class Structure:
+    """A table's structure in Debezium's `io.debezium.connector.schema.Table` shape (`table`, as JSON-ready
+    dicts), and each column's kind as the connector's decoder sees it (to match it with a table map)."""
+
+    table: dict
+    kinds: dict[str, Column] = field(default_factory=dict)
+
+
+def catalog_structure(columns: Sequence[dict], indexes: Sequence[dict], charset: str | None,
+                      mariadb: bool = True) -> Structure:
+    """A table's structure from its information_schema rows: `columns` (COLUMNS, by ORDINAL_POSITION),
+    `indexes` (STATISTICS: INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, in the server's order) and
+    its default `charset`. `mariadb`: MariaDB quotes string defaults in COLUMN_DEFAULT, MySQL does not."""
+    names = [str(c["COLUMN_NAME"]) for c in columns]
+    keys: dict[str, list[tuple[int, str]]] = {}
+    unique: dict[str, bool] = {}
+    for r in indexes:
+        index = str(r["INDEX_NAME"])
+        unique.setdefault(index, int(r["NON_UNIQUE"]) == 0)
+        keys.setdefault(index, []).append((int(r["SEQ_IN_INDEX"]), str(r["COLUMN_NAME"]) if r["COLUMN_NAME"] else ""))
+    pk: list[str] = []
+    if "PRIMARY" in keys:
+        pk = [c for _, c in sorted(keys["PRIMARY"])]
+    else:  # Debezium takes the first unique key (SHOW CREATE TABLE lists them first) of known columns
+        for index, parts in keys.items():
+            cols = [c for _, c in sorted(parts)]
+            if unique[index] and all(c in names for c in cols):
+                pk = cols
+                break
+    out, kinds = [], {}
+    for row in columns:
+        column = _catalog_column(row, charset, mariadb)
+        if column["name"] in pk:
+            column["optional"] = False
+        out.append(column)
+        kinds[column["name"]] = from_catalog(row)
+    return Structure({"defaultCharsetName": charset, "primaryKeyColumnNames": pk, "columns": out, "comment": None},
+                     kinds)
+
+
+def _catalog_column(row: dict, table_charset: str | None, mariadb: bool) -> dict:
+    text = str(row["COLUMN_TYPE"])
+    m = re.match(r"(?is)^\s*([a-z][a-z0-9_ ]*?)\s*(?:\((.*)\))?((?:\s+(?:signed|unsigned|zerofill))*)\s*$", text)
+    base, args, suffix = (m.group(1).lower(), m.group(2), m.group(3).lower().split()) if m else (text.lower(), None, [])
+    extra = str(row.get("EXTRA") or "")
+    labels = _option_texts(args) if base in ("enum", "set") and args is not None else None
+    dims = [] if args is None or labels is not None else [a.strip() for a in args.split(",")]
+    return _column(str(row["COLUMN_NAME"]), int(row["ORDINAL_POSITION"]), base, dims, labels, suffix,
+                   row["IS_NULLABLE"] == "YES", row.get("CHARACTER_SET_NAME"), table_charset,
+                   _default_expression(row.get("COLUMN_DEFAULT"), extra, mariadb), "auto_increment" in extra.lower())
+
+
+def _column(name: str, position: int, base: str, dims: list[str], labels: list[str] | None, suffix: list[str],
+            nullable: bool, charset: str | None, table_charset: str | None, default: str | None,
+            auto: bool) -> dict:
+    jdbc = JDBC_TYPES[_MYSQL_JDBC.get(base, "OTHER")]
+    type_name = " ".join([base.upper()] + [t.upper() for t in ("signed", "unsigned", "zerofill") if t in suffix])
+    length = scale = None
+    if base == "enum":
+        length = 1
+    elif base == "set":
+        length = max(0, 2 * len(labels or []) - 1)
+    elif dims and dims[0].isdigit():
+        length = int(dims[0])
+        if len(dims) > 1 and dims[1].isdigit():
+            scale = int(dims[1])
+    elif base in _DEFAULT_DIMENSIONS:
+        length, scale = _DEFAULT_DIMENSIONS[base]
+    return {
+        "name": name, "jdbcType": jdbc, "nativeType": None, "typeName": type_name, "typeExpression": type_name,
+        "charsetName": (charset or table_charset) if jdbc in _CHARSET_JDBC else None, "length": length,
+        "scale": scale, "position": position, "optional": nullable, "autoIncremented": auto, "generated": auto,
+        "comment": None, "defaultValueExpression": default, "enumValues": labels or None,
+    }
+
+
+def _option_texts(inner: str) -> list[str]:
+    """'a','b''c' -> ["'a'", "'b''c'"]: each option's literal as written (Debezium keeps the quotes)."""
+    return re.findall(r"'(?:[^'\\]|''|\\.)*'", inner)
+
+
+def _default_expression(text: str | None, extra: str, mariadb: bool) -> str | None:
+    """COLUMN_DEFAULT as Debezium's DefaultValueParserListener gives the DEFAULT clause SHOW CREATE TABLE prints."""
+    if text is None:
+        return None
+    text = str(text)
+    now = re.fullmatch(r"(?i)(current_timestamp|now)\s*(\(\s*\d*\s*\))?", text.strip())
+    if not mariadb:  # MySQL: literals unquoted, expressions marked DEFAULT_GENERATED
+        if "default_generated" in extra.lower():
+            return _EPOCH_TEXT if now else None
+        return text
+    if text == "NULL":
+        return None
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1]  # the quotes only, as Debezium (a doubled quote stays doubled)
+    if re.fullmatch(r"(?i)b'[01]*'", text):
+        return text[2:-1]
+    if now:
+        return _EPOCH_TEXT
+    if re.fullmatch(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", text):
+        return text
+    return None  # an expression: Debezium keeps no default for it
+
+
+_FAMILY_TYPES = {"binary": "varbinary"}
+"""Decoder families whose type name differs (a table map does not tell BINARY from VARBINARY)."""
+
+
+def layout_structure(layout: Layout, charset: str | None, reference: Structure | None = None) -> dict:
+    """A table's structure from a binlog table map (names, types, nullability, key, ENUM/SET options).
+    A table map has no character lengths, integer display widths, defaults, AUTO_INCREMENT or per-column
+    charsets: a column found in `reference` (the table's structure from the catalog) under the same name
+    with the same kind is taken from there; the others have no length and the table's charset."""
+    pk = [layout.columns[i].name for i in layout.pk]
+    out = []
+    for i, c in enumerate(layout.columns):
+        known = reference.kinds.get(c.name) if reference is not None else None
+        if known is not None and _same_kind(c, known):
+            column = dict(next(x for x in reference.table["columns"] if x["name"] == c.name))
+            column["position"] = i + 1
+        else:
+            base = _FAMILY_TYPES.get(c.family, c.family)
+            dims: list[str] = []
+            if c.family == "decimal":
+                dims = [str(c.precision or 10), str(c.scale or 0)]
+            elif c.family in ("datetime", "timestamp", "time") and c.fsp:
+                dims = [str(c.fsp)]
+            elif c.family == "bit":
+                dims = [str(c.bits or 1)]
+            labels = (["'" + x.replace("'", "''") + "'" for x in c.labels] if c.family in ("enum", "set") else None)
+            column = _column(c.name, i + 1, base, dims, labels, ["unsigned"] if c.unsigned else [], c.nullable,
+                             None, charset, None, False)
+        if c.name in pk:
+            column["optional"] = False
+        out.append(column)
+    return {"defaultCharsetName": charset, "primaryKeyColumnNames": pk, "columns": out, "comment": None}
+
+
+def _same_kind(a: Column, b: Column) -> bool:
+    """Whether a table map's column and a catalog column are the same type (as far as a table map tells)."""
+    if (a.family, a.nullable, a.binary, tuple(a.labels)) != (b.family, b.nullable, b.binary, tuple(b.labels)):
+        return False
+    if a.family in ("tinyint", "smallint", "mediumint", "int", "bigint") and a.unsigned != b.unsigned:
+        return False
+    if a.family == "decimal":
+        return (a.precision, a.scale) == (b.precision, b.scale)
+    if a.family in ("datetime", "timestamp", "time"):
+        return (a.fsp or 0) == (b.fsp or 0)
+    if a.family == "bit":
+        return (a.bits or 1) == (b.bits or 1)
+    return True
+
+
+def table_changes_json(items: Sequence[tuple[str, str, str, dict]]) -> str:
+    """`tableChanges` as JSON text: (type, db, table, structure) items."""
+    return json.dumps([{"type": kind, "id": table_id(db, table), "table": structure}
+                       for kind, db, table, structure in items], separators=(",", ":"))
 
 
 def heartbeat(spark, topic: str, prefix: str, ts_ms: int) -> RecordBatch:

@@ -34,7 +34,18 @@ from connectors.mysql import binlog
 from connectors.mysql import config as C
 from connectors.mysql import incremental as inc
 from connectors.mysql.binlog import Position
-from connectors.mysql.events import Layout, TableEvents, heartbeat, schema_changes, shaping_of
+from connectors.mysql.events import (
+    Layout,
+    Structure,
+    TableEvents,
+    catalog_structure,
+    ddl_targets,
+    heartbeat,
+    layout_structure,
+    schema_changes,
+    shaping_of,
+    table_changes_json,
+)
 from connectors.mysql.types import from_catalog
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import FatalError, LakeConnectError
@@ -175,10 +186,16 @@ class MySqlSourceTask(SourceTask):
                 details["incremental"] = chunks
         end = binlog.master_position(cur)
         changed = state != (offset or {}).get(inc.STATE)  # signals applied: commit the new state even so
-        if end <= start and not details.get("incremental") and not changed:
+        # Debezium writes a heartbeat once heartbeat.interval.ms has passed since the last one, idle or not:
+        # a batch does when its plan comes that long after the last heartbeat's (kept in the offsets).
+        interval, last = int(self.config[C.HEARTBEAT_INTERVAL_MS]), (offset or {}).get(C.HEARTBEAT_AT)
+        details["heartbeat"] = beat = interval > 0 and (last is None or now_ms - int(last) >= interval)
+        if end <= start and not details.get("incremental") and not changed and not beat:
             return SourcePlan(())
         segments = binlog.segments(binlog.binary_logs(cur), start, end) if start < end else []
         end_offset = self._offset(cur, end, now_ms)
+        if beat or (interval > 0 and last is not None):
+            end_offset[C.HEARTBEAT_AT] = now_ms if beat else int(last)
         if state:
             end_offset[inc.STATE] = state
         if offset and self.config[C.SIGNAL_DATA_COLLECTION]:  # the signals up to here are applied
@@ -399,8 +416,12 @@ class MySqlSourceTask(SourceTask):
         if kind == SNAPSHOT:
             return self._read_snapshot(plan)
         if not plan.details.get("segments"):
-            return []
+            return [self._heartbeat(plan)] if plan.details.get("heartbeat") else []
         return self._read_stream(plan)
+
+    def _heartbeat(self, plan: SourcePlan) -> RecordBatch:
+        return heartbeat(self.context.spark, f"{self.config[C.HEARTBEAT_PREFIX]}.{self.prefix}", self.prefix,
+                         int(plan.details["ts_ms"]))
 
     def _read_snapshot(self, plan: SourcePlan) -> list[RecordBatch]:
         from ingest.delta import read_table
@@ -480,11 +501,106 @@ class MySqlSourceTask(SourceTask):
             # A statement's database is its session's current one.
             captured = [m for m in ddl_rows if _db_only(self.filter, m["db"])]
             if captured:
-                ddl = spark.createDataFrame(captured, schema=DDL_ROWS)
+                changes = self._table_changes(ddl_rows, {m["seq"] for m in captured}, maps)
+                ddl = spark.createDataFrame([(*m, changes[m["seq"]]) for m in captured],
+                                            schema=DDL_ROWS + ", table_changes string")
                 batches.append(schema_changes(ddl, self.prefix, ts_ms))
-        if int(self.config[C.HEARTBEAT_INTERVAL_MS]) > 0:
-            batches.append(heartbeat(spark, f"{self.config[C.HEARTBEAT_PREFIX]}.{self.prefix}", self.prefix, ts_ms))
+        if d.get("heartbeat", int(self.config[C.HEARTBEAT_INTERVAL_MS]) > 0):  # plans made before it was planned
+            batches.append(self._heartbeat(plan))
         return batches
+
+    def _table_changes(self, ddl_rows: list, emitted: set[int], maps: list) -> dict[int, str]:
+        """The `tableChanges` (JSON text, by seq) of the DDL statements `emitted`: the tables each creates or
+        alters (events.ddl_targets), each with its structure after the statement (events.py says how
+        Debezium describes one). Where the structure comes from:
+
+        - the statement is the batch's last one to change the table: the server's catalog now
+          (information_schema, a few rows per table), else the first table map of the table after it;
+        - a later statement of the batch changes the table again: the first table map of the table
+          between the two statements (the binlog's own record of the table then), else the catalog.
+
+        A table map says less than the catalog (no character lengths, display widths, defaults,
+        AUTO_INCREMENT or column charsets): columns the catalog has unchanged are taken from it, the
+        others go without. The catalog is read when the batch is read: a statement run after the batch's
+        end shows in the last statement's structure, and falling back to it for an earlier statement
+        shows the later changes. A table with neither (created and dropped in the batch, no rows
+        written in between) is left out of its statement's tableChanges."""
+        targets = [ddl_targets(m["query"], m["db"]) for m in ddl_rows]  # all: any may change a captured table
+        if not any(t.changes for m, t in zip(ddl_rows, targets) if m["seq"] in emitted):
+            return {seq: "[]" for seq in emitted}
+        cur = self.cursor()
+        mariadb = binlog.is_mariadb(cur)
+        catalog: dict[tuple[str, str], Structure | None] = {}
+        charsets: dict[str, str | None] = {}
+
+        def in_catalog(db: str, table: str) -> Structure | None:
+            if (db, table) not in catalog:
+                catalog[(db, table)] = self._catalog_structure(cur, db, table, mariadb)
+            return catalog[(db, table)]
+
+        def charset_of(db: str, table: str) -> str | None:
+            known = in_catalog(db, table)
+            if known is not None:
+                return known.table["defaultCharsetName"]
+            if db not in charsets:  # the table is gone: its database's default, as Debezium's parser has it
+                cur.execute("SELECT DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=%s",
+                            (db,))
+                row = cur.fetchone()
+                if row is None:
+                    cur.execute("SELECT @@character_set_server")
+                    row = cur.fetchone()
+                charsets[db] = str(row[0]) if row and row[0] else None
+            return charsets[db]
+
+        def from_map(db: str, table: str, after: int, before: int | None) -> dict | None:
+            found = next((m for m in maps if m["db"] == db and m["tbl"] == table and m["seq"] > after
+                          and (before is None or m["seq"] < before)), None)
+            if found is None:
+                return None
+            layout = Layout.from_json(db, table, found["query"])
+            return layout_structure(layout, charset_of(db, table), in_catalog(db, table))
+
+        out = {}
+        for i, m in enumerate(ddl_rows):
+            if m["seq"] not in emitted:
+                continue
+            items = []
+            for kind, db, table in targets[i].changes:
+                later = next((n["seq"] for n, t in zip(ddl_rows[i + 1:], targets[i + 1:])
+                              if (db, table) in t.touched), None)
+                if later is None:
+                    known = in_catalog(db, table)
+                    structure = known.table if known is not None else from_map(db, table, m["seq"], None)
+                else:
+                    structure = from_map(db, table, m["seq"], later)
+                    if structure is None:
+                        known = in_catalog(db, table)
+                        structure = known.table if known is not None else None
+                if structure is not None:
+                    items.append((kind, db, table, structure))
+            out[m["seq"]] = table_changes_json(items)
+        return out
+
+    def _catalog_structure(self, cur, db: str, table: str, mariadb: bool) -> Structure | None:
+        """A table's structure from information_schema (TABLES, COLUMNS, STATISTICS); None when it is
+        not there (dropped or renamed since) or is not a table."""
+        cur.execute("SELECT t.TABLE_TYPE, t.TABLE_COLLATION, c.CHARACTER_SET_NAME FROM information_schema.TABLES t "
+                    "LEFT JOIN information_schema.COLLATIONS c ON c.COLLATION_NAME = t.TABLE_COLLATION "
+                    "WHERE t.TABLE_SCHEMA=%s AND t.TABLE_NAME=%s", (db, table))
+        found = cur.fetchone()
+        if found is None or str(found[0]) not in ("BASE TABLE", "SYSTEM VERSIONED"):
+            return None
+        charset = found[2] or (str(found[1]).split("_")[0] if found[1] else None)
+        cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+                    "ORDER BY ORDINAL_POSITION", (db, table))
+        names = [d[0] for d in cur.description]
+        columns = [dict(zip(names, r)) for r in cur.fetchall()]
+        cur.execute("SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS "
+                    "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s", (db, table))
+        indexes = [dict(zip(("INDEX_NAME", "NON_UNIQUE", "SEQ_IN_INDEX", "COLUMN_NAME"), r)) for r in cur.fetchall()]
+        if not columns:
+            return None
+        return catalog_structure(columns, indexes, str(charset) if charset else None, mariadb)
 
     def _is_signal_table(self, db: str, table: str) -> bool:
         signal = self.config[C.SIGNAL_DATA_COLLECTION]
