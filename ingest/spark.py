@@ -69,6 +69,8 @@ def spark_conf(settings: Mapping[str, str] | None = None) -> dict[str, str]:
     conf["spark.master"] = DEFAULT_MASTER
     given = {k: str(v) for k, v in (settings or {}).items() if k.startswith("spark.")}
     conf.update(given)
+    if conf["spark.master"].startswith("local") and "spark.driver.memory" not in given:
+        conf["spark.driver.memory"] = local_driver_memory()
     jars = jdbc_driver_jars()
     from ingest.jvm import jar_path
 
@@ -82,6 +84,17 @@ def spark_conf(settings: Mapping[str, str] | None = None) -> dict[str, str]:
     else:
         conf.pop("spark.jars", None)
     return conf
+
+
+def local_driver_memory() -> str:
+    """The driver heap of a local session: a quarter of the machine's memory, from 1 to 4 GiB. In local mode
+    the driver JVM is also the executor, and Spark's default 1 GiB holds neither a batch over a thousand
+    tables (their plans) nor much data per task; `spark.driver.memory` in the worker config overrides it."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "1g"
+    return f"{min(4096, max(1024, total // 4 // (1 << 20)))}m"
 
 
 def get_spark(settings: Mapping[str, str] | None = None, app_name: str = "lakeconnect") -> SparkSession:

@@ -25,3 +25,17 @@ def test_one_session_per_process(spark):
         "spark.sql.execution.arrow.maxRecordsPerBatch"
     ]
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
+
+
+def test_a_local_driver_gets_a_quarter_of_the_memory_up_to_4g_unless_set(monkeypatch):
+    import os
+
+    from ingest import spark as S
+
+    gib = 1 << 30
+    for total, expected in ((24 * gib, "4096m"), (8 * gib, "2048m"), (2 * gib, "1024m")):
+        monkeypatch.setattr(os, "sysconf", lambda name, t=total: 4096 if name == "SC_PAGE_SIZE" else t // 4096)
+        assert spark_conf({"spark.master": "local[2]"})["spark.driver.memory"] == expected
+    assert spark_conf({"spark.driver.memory": "3g"})["spark.driver.memory"] == "3g"
+    assert "spark.driver.memory" not in spark_conf({"spark.master": "spark://127.0.0.1:7077"})
+    assert S.local_driver_memory().endswith("m")
