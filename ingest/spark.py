@@ -159,6 +159,14 @@ def _alive(session: SparkSession) -> bool:
     return getattr(sc, "_jsc", None) is not None
 
 
+def jvm_exited() -> int | None:
+    """The exit status of this process's Spark JVM if it was started here and has stopped (an
+    OutOfMemoryError in local mode ends it), else None."""
+    session = _session
+    proc = getattr(getattr(session.sparkContext, "_gateway", None), "proc", None) if session is not None else None
+    return proc.poll() if proc is not None else None
+
+
 def stop_spark() -> None:
     """Stop the process's Spark session, if one is running."""
     global _session

@@ -62,6 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # unexpected: one line, the trace on request
+        from ingest.spark import jvm_exited
+
+        status = jvm_exited()
+        if status is not None:  # every later error is the lost bridge's: say what happened instead
+            print(f"error: the Spark driver's JVM stopped (exit status {status}) during the command; its log "
+                  "above says why. A java.lang.OutOfMemoryError means its heap is too small for this batch: "
+                  "raise spark.driver.memory in the worker config. What was committed before stays committed, "
+                  "and the next run resumes the batch", file=sys.stderr)
+            if debug:
+                traceback.print_exc()
+            return 1
         message = secrets.scrub(f"{type(e).__name__}: {e}".split("\n")[0])
         print(f"error: unexpected failure: {message}\n(run again with --debug for the full trace)", file=sys.stderr)
         if debug:
