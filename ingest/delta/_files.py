@@ -58,6 +58,16 @@ class DataFile:
         return json.loads(self.stats) if self.stats else {}
 
 
+def codec(opaque: tuple[str, ...], default: str = "snappy") -> str:
+    """The Parquet compression of a file with `opaque` columns (record values): zstd, whose window spans
+    many records, so the part every value repeats (a JsonConverter envelope's schema, hundreds of bytes)
+    is stored about once per window, where snappy's 64 KiB blocks keep far more of it. Measured on 1M
+    records of a 7-field table's envelope (785 bytes) written by Spark, 2 cores: 10 MB in 0.6 to 0.7 s,
+    against 78 MB in 0.6 to 1.8 s with snappy. (Parquet's DELTA_BYTE_ARRAY encoding would keep 4 MB, but
+    delta-rs 1.6 cannot read it back: "Integer overflow" in OPTIMIZE.) Other files keep `default`."""
+    return "zstd" if opaque else default
+
+
 @dataclass(frozen=True)
 class FileSpec:
     """What a task needs to write files: picklable, shipped to executors."""
@@ -313,7 +323,7 @@ class _OpenFile:
     def __init__(self, spec: FileSpec, fs: Any, key: tuple, root: str):
         self.spec = spec
         self.values = {c: partition_value_string(v) for c, v in zip(spec.partition_by, key)}
-        name = f"part-{spec.version:05d}-{uuid.uuid4()}.{spec.compression}.parquet"
+        name = f"part-{spec.version:05d}-{uuid.uuid4()}.{codec(spec.opaque, spec.compression)}.parquet"
         directory = partition_dir(spec.partition_by, self.values)
         self.path = f"{directory}/{name}" if directory else name
         full = f"{root}/{self.path}"
@@ -323,7 +333,7 @@ class _OpenFile:
         else:
             self.sink = fs.open_output_stream(self.path)
         plain = [f.name for f in spec.file_schema if f.name not in spec.opaque] if spec.opaque else True
-        self.writer = pq.ParquetWriter(self.sink, spec.file_schema, compression=spec.compression,
+        self.writer = pq.ParquetWriter(self.sink, spec.file_schema, compression=codec(spec.opaque, spec.compression),
                                        use_dictionary=plain, write_statistics=plain)
         self.buffer: list[pa.Table] = []
         self.buffered_rows = 0

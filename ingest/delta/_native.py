@@ -18,7 +18,7 @@ from urllib.parse import quote, unquote
 
 import pyarrow.parquet as pq
 
-from ingest.delta._files import NULL_PARTITION_DIR, DataFile, footer_stats
+from ingest.delta._files import NULL_PARTITION_DIR, DataFile, codec, footer_stats
 from ingest.errors import StateError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def write_native(df: DataFrame, plan: WritePlan, opaque: tuple[str, ...] = (),
             raise ValueError(f"single_partition lacks the partition column(s) {missing}")
         target = os.path.join(stage_dir, *(f"{c}={quote(str(single_partition[c]), safe='')}" for c in partition_by))
         df, partition_by = df.drop(*partition_by), ()
-    writer = df.write.option("compression", "snappy")
+    writer = df.write.option("compression", codec(opaque))
     for column in opaque:  # Parquet's per-column settings: no dictionary, no min/max statistics
         writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
         writer = writer.option(f"parquet.column.statistics.enabled#{column}", "false")
