@@ -39,6 +39,7 @@ from connectors.jdbc.schemas import column_name, describe_columns, value_schema
 from connectors.jdbc.source import task_tables
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import ConfigError, FatalError, Problem
+from ingest.jvm import batch_constant
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records.schema import DATE as DATE_LOGICAL
 from ingest.records.schema import TIME as TIME_LOGICAL
@@ -501,7 +502,7 @@ class JdbcSourceTask(SourceTask):
             F.lit(self.topic(info.table)).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION), F.col(KEY),
             value.alias(VALUE), F.array(F.struct(F.lit(DELETED).alias("key"), F.lit("true").alias("value")))
             .cast(_HEADERS_TYPE).alias(HEADERS),
-            (F.lit(timestamp_ms) / 1000).cast("timestamp").alias(TIMESTAMP),
+            batch_constant((F.lit(timestamp_ms) / 1000).cast("timestamp")).alias(TIMESTAMP),
             (F.lit(DELETE_SEQ_BASE) + F.col("__lc_rank") * 2 + F.col("__lc_tomb").cast("long")).alias(SEQ))
         return RecordBatch(out, key_schema, value_schema, topics=(self.topic(info.table),))
 
@@ -626,7 +627,7 @@ class JdbcSourceTask(SourceTask):
             F.lit(self.topic(info.table)).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
             key.alias(KEY), F.struct(*fields).alias(VALUE),
             F.lit(None).cast(_HEADERS_TYPE).alias(HEADERS),
-            (F.lit(timestamp_ms) / 1000).cast("timestamp").alias(TIMESTAMP), seq.alias(SEQ))
+            batch_constant((F.lit(timestamp_ms) / 1000).cast("timestamp")).alias(TIMESTAMP), seq.alias(SEQ))
         return RecordBatch(out, key_schema, info.schema, topics=(self.topic(info.table),))
 
     def _order_columns(self, info: TableInfo) -> list[Column]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
     from pyspark.sql.types import DataType
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,22 @@ def java_expression(spark: SparkSession, name: str, builder_class: str) -> bool:
         registry.createOrReplaceTempFunction(name, _instance(spark, builder_class), "java_udf")
 
     return _registered(spark, name, builder_class, register)
+
+
+BATCH_CONSTANT = "lakeconnect_batch_constant"
+
+
+def batch_constant(value: Column) -> Column:
+    """`value`, a constant that changes from batch to batch (a batch's timestamp), read from the query's
+    reference objects instead of written into its generated code, so that the next batch's query reuses
+    this one's compiled code (see BatchConstant.java). `value` itself where the jar is not loaded."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    spark = SparkSession.getActiveSession()
+    if spark is not None and java_expression(spark, BATCH_CONSTANT, "io.lakeconnect.BatchConstantBuilder"):
+        return F.call_function(BATCH_CONSTANT, value)
+    return value
 
 
 def _typed_udf(spark: SparkSession, instance, return_type):

@@ -48,6 +48,7 @@ from ingest.delta._table import (
     transaction_version,
 )
 from ingest.errors import ConfigError, DataError, Problem, RetriableError, StateError
+from ingest.jvm import batch_constant
 from ingest.topics._lock import lake_lock
 from ingest.topics.murmur2 import partition_column
 
@@ -245,7 +246,10 @@ def partition_choice(types: Mapping[str, Any], n: int, version: int, topic: str)
         chosen = chosen.when(key.isNotNull(), partition_column(key, n))
     # Unkeyed: spread evenly by a hash of the record's position (sources' positions are often
     # strided, e.g. byte offsets of equal-length lines, so position % n would pile them up).
-    return chosen.otherwise(F.pmod(F.xxhash64(F.col(SEQ).cast("long"), F.lit(version)), F.lit(n)).cast("int"))
+    # One partition takes them all; the version is kept out of the generated code (`batch_constant`).
+    spread = F.lit(0) if n == 1 else F.pmod(F.xxhash64(F.col(SEQ).cast("long"), batch_constant(F.lit(version))),
+                                            F.lit(n)).cast("int")
+    return chosen.otherwise(spread)
 
 
 def validate_topic_name(name: str) -> None:
@@ -740,7 +744,7 @@ class TopicTable:
                       "key; give the records keys, or write them to a topic with cleanup.policy=delete"),
             ))).otherwise(key)
         chosen = partition_choice(types, n, version, self.name)
-        now = F.current_timestamp()
+        now = batch_constant(F.current_timestamp())
         ts = now if ts_type == LOG_APPEND_TIME else F.coalesce(opt(TIMESTAMP, "timestamp"), now)
         headers = (
             F.coalesce(F.col(HEADERS).cast(HEADERS_DDL), F.array().cast(HEADERS_DDL))
