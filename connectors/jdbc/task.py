@@ -17,6 +17,7 @@ checked literals; table and column names are always quoted.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from collections.abc import Callable, Mapping
@@ -80,6 +81,11 @@ class TableInfo:
     text (parsed in Spark), and the query columns SQLite's driver cannot type."""
     key: tuple[str, ...] = ()
     """The primary key's columns (empty: none, or a query)."""
+    epoch: tuple[tuple[str, str], ...] = ()
+    """(column, "date" or "timestamp"): MySQL and MariaDB columns `select` reads as numbers since the epoch
+    (days, microseconds) and the read turns back into Spark dates and timestamps. The driver's own
+    conversion goes through java.util.Calendar for every value: on a 1M-row table of a DATE and a DATETIME
+    it was a fifth of the read (0.66 to 0.76 s against 0.53 to 0.61 s for the whole read, 2 cores)."""
 
     @property
     def identity(self) -> tuple[str, ...]:
@@ -175,10 +181,22 @@ class JdbcSourceTask(SourceTask):
             text = tuple((c.name, "STRING") for c in kept
                          if self.dialect is SQLITE and c.jdbc_type in ("DATE", "TIME", "TIMESTAMP"))
             key = self._primary_key(inspector, table, owner, kept, incrementing)
+            epoch = tuple((c.name, _EPOCH_KINDS[_base_type(c)]) for c in kept
+                          if self.dialect is MYSQL and _base_type(c) in _EPOCH_KINDS)
             self._infos[table] = TableInfo(table, kept, schema, incrementing, timestamps,
                                            table.sql(self.dialect, self.quote_mode),
-                                           ", ".join(self.q(c.name) for c in kept), text, key)
+                                           ", ".join(self._selected(c.name, dict(epoch).get(c.name)) for c in kept),
+                                           text, key, epoch)
         return self._infos[table]
+
+    def _selected(self, name: str, epoch: str | None) -> str:
+        """A column in the SELECT list: itself, or (see `TableInfo.epoch`) its value since the epoch under its name."""
+        q = self.q(name)
+        if epoch == "date":
+            return f"DATEDIFF({q}, '1970-01-01') AS {q}"
+        if epoch == "timestamp":
+            return f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01', {q}) AS {q}"
+        return q
 
     def _primary_key(self, inspector, table: TableId, owner: str | None, kept: list[DbColumn],
                      incrementing: str | None) -> tuple[str, ...]:
@@ -442,6 +460,10 @@ class JdbcSourceTask(SourceTask):
         sql = _inline(sql, params, self.dialect)
         ranges = self._split(info, rng)
         df = self._spark_read(sql, info.custom, ranges)
+        if info.epoch:
+            df = df.withColumns({name: F.date_from_unix_date(F.col(self.q_spark(name)).cast("int")) if kind == "date"
+                                 else F.timestamp_micros(F.col(self.q_spark(name)).cast("long"))
+                                 for name, kind in info.epoch})
         if self.late_ms:
             df = self._not_emitted(info, rng, df, timestamp_ms, late)
             ranges = None
@@ -550,18 +572,22 @@ class JdbcSourceTask(SourceTask):
                 + [f"{q} >= {bounds[-1]}"])
 
     def _counter(self, source: str, ranges: list[str]) -> Callable[[], tuple[int | None, ...]]:
-        """The rows in each of `ranges` of `source` but the last, counted by the database in one query when
-        the topic asks (see `RecordBatch.counts`)."""
+        """The rows in each of `ranges` of `source` but the last, counted by the database in one query (see
+        `RecordBatch.counts`). The query starts now, beside the batch's conversion and the write's planning,
+        which it would otherwise hold up (a 1M-row count takes MariaDB 0.05 to 0.4 s); the topic waits for
+        it when it numbers the records. A count of other rows than the write reads is caught there."""
         import sqlalchemy as sa
 
-        def counts() -> tuple[int | None, ...]:
-            cases = ", ".join(f"COUNT(CASE WHEN {r} THEN 1 END)" for r in ranges[:-1])
-            where = " OR ".join(f"({r})" for r in ranges[:-1])
+        cases = ", ".join(f"COUNT(CASE WHEN {r} THEN 1 END)" for r in ranges[:-1])
+        where = " OR ".join(f"({r})" for r in ranges[:-1])
+        query = sa.text(_escape_colons(f"SELECT {cases} FROM {source} WHERE {where}"))
+
+        def count() -> tuple[int | None, ...]:
             with self.engine.connect() as conn:
-                row = conn.execute(sa.text(_escape_colons(f"SELECT {cases} FROM {source} WHERE {where}"))).first()
+                row = conn.execute(query).first()
             return (*(int(c) for c in row), None)
 
-        return counts
+        return _in_background(count)
 
     def _upto(self, info: TableInfo, end: Mapping[str, Any]) -> tuple[str, dict]:
         inc = self.q(info.incrementing) if info.incrementing else None
@@ -641,11 +667,41 @@ class JdbcSourceTask(SourceTask):
         return "`" + name.replace("`", "``") + "`"
 
 
+def _in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """`fn` started now in a daemon thread; the function returned waits for its result (or raises its error)."""
+    done, out = threading.Event(), {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # handed to whoever waits
+            out["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="lakeconnect-jdbc-count", daemon=True).start()
+
+    def result() -> Any:
+        done.wait()
+        if "error" in out:
+            raise out["error"]
+        return out["value"]
+
+    return result
+
+
 def _seq_column(mode: str, info: TableInfo) -> str | None:
     """The column whose values are the records' seq: the incrementing column, or a bulk table's integer key."""
     if mode == C.MODE_INCREMENTING:
         return info.incrementing
     return _single_int_key(info) if mode == C.MODE_BULK else None
+
+
+_EPOCH_KINDS = {"DATE": "date", "DATETIME": "timestamp", "TIMESTAMP": "timestamp"}
+
+
+def _base_type(column: DbColumn) -> str:
+    return column.sql_type.split("(")[0].strip().upper()
 
 
 def _single_int_key(info: TableInfo) -> str | None:

@@ -65,7 +65,7 @@ class RecordBatch:
     """When the source can count them cheaply (a read in key ranges the database counts): a function giving
     the records in each Spark partition of `df`, each partition's seqs all below the next one's, the last
     count possibly None (not counted). Called only by a topic that can use it, which then numbers the
-    records without a pass of its own over them. Anything that may add or drop records (transforms,
+    records without a pass of its own over them (the source may have started the count already). Anything that may add or drop records (transforms,
     tolerated failures) clears it; a wrong count is caught before the commit."""
 
     def with_df(self, df: DataFrame) -> RecordBatch:

@@ -143,3 +143,41 @@ def test_a_row_the_database_fails_to_read_fails_the_batch_clearly(tmp_path, data
     r = cli("run", "check", worker=worker)
     assert r.returncode == 0, r.stderr
     assert [e["payload"]["id"] for e in consume(worker, "checked")] == [1, 2]
+
+
+def test_dates_and_times_before_and_after_the_epoch(tmp_path, database):
+    """DATE, DATETIME and TIMESTAMP values come out as the book's Date (epoch days) and Timestamp (epoch
+    millis) whichever way the connector reads them (MariaDB's as numbers since the epoch, for speed)."""
+    import datetime as dt
+
+    kind, _, engine, _, _ = database
+    moment = "DATETIME(3)" if kind == "mariadb" else "TIMESTAMP(3)"
+    stamp = "TIMESTAMP NULL" if kind == "mariadb" else "TIMESTAMP"
+    rows = [(1, "1969-12-31", "1965-03-04 05:06:07.890", "2030-05-06 07:08:09"),
+            (2, "2038-01-19", "2999-12-31 23:59:59.999", "1970-01-01 00:00:01"),
+            (3, "1900-01-01", "1970-01-01 00:00:00.001", None),
+            (4, None, None, None)]
+    with engine.begin() as c:
+        c.exec_driver_sql(f"CREATE TABLE temporal (id INT PRIMARY KEY, d DATE NULL, m {moment} NULL, s {stamp})")
+        for r in rows:
+            c.exec_driver_sql("INSERT INTO temporal VALUES ({}, {}, {}, {})".format(
+                r[0], *("NULL" if v is None else f"'{v}'" for v in r[1:])))
+    worker = create_connector(tmp_path, database, "temporal-bulk", {
+        "topic.prefix": "t-", "mode": "bulk", "table.whitelist": "temporal"})
+    r = cli("run", "temporal-bulk", worker=worker)
+    assert r.returncode == 0, r.stderr
+    events = consume(worker, "t-temporal")
+
+    def days(v):
+        return None if v is None else (dt.date.fromisoformat(v) - dt.date(1970, 1, 1)).days
+
+    def millis(v):
+        if v is None:
+            return None
+        return (dt.datetime.fromisoformat(v) - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+
+    assert sorted((e["payload"] for e in events), key=lambda p: p["id"]) == [
+        {"id": i, "d": days(d), "m": millis(m), "s": millis(s)} for i, d, m, s in rows]
+    logical = {f["field"]: f.get("name") for f in events[0]["schema"]["fields"]}
+    assert logical == {"id": None, "d": "org.apache.kafka.connect.data.Date",
+                       "m": "org.apache.kafka.connect.data.Timestamp", "s": "org.apache.kafka.connect.data.Timestamp"}
