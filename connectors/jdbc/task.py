@@ -668,14 +668,15 @@ class JdbcSourceTask(SourceTask):
 
 
 def _in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """`fn` started now in a daemon thread; the function returned waits for its result (or raises its error)."""
+    """`fn` started now in a daemon thread; the function returned waits for its result. Where that run
+    failed, each call runs `fn` again itself (a retried write gets a fresh try, and the error of its own)."""
     done, out = threading.Event(), {}
 
     def run() -> None:
         try:
             out["value"] = fn()
-        except BaseException as e:  # handed to whoever waits
-            out["error"] = e
+        except Exception:  # noqa: BLE001 - whoever waits tries again, and gets the error of that try
+            out["failed"] = True
         finally:
             done.set()
 
@@ -683,9 +684,7 @@ def _in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
 
     def result() -> Any:
         done.wait()
-        if "error" in out:
-            raise out["error"]
-        return out["value"]
+        return fn() if out.get("failed") else out["value"]
 
     return result
 

@@ -1,0 +1,39 @@
+"""The JDBC source's range count runs in the background from the read on; a write waits for it."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import connectors.jdbc.source  # noqa: F401  (the task module is imported through it)
+from connectors.jdbc.task import _in_background
+
+
+def test_the_result_is_waited_for():
+    release = threading.Event()
+
+    def count():
+        release.wait(5)
+        return (3, None)
+
+    result = _in_background(count)
+    release.set()
+    assert result() == (3, None)
+    assert result() == (3, None)
+
+
+def test_a_failed_count_is_tried_again_by_the_caller_and_its_own_error_raised():
+    calls = []
+
+    def count():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError(f"try {len(calls)} refused")
+        return (5, None)
+
+    result = _in_background(count)
+    with pytest.raises(ConnectionError, match="try 2 refused"):
+        result()  # the background try failed; this one too, with its own error
+    assert result() == (5, None)  # a retried write gets a fresh try
+    assert len(calls) == 3
