@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from connectors.mysql.types import Column, from_catalog
 from connectors.transforms.headers import header_array, header_text
+from ingest.jvm import batch_constant
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records import schema as S
 
@@ -190,7 +191,7 @@ class TableEvents:
         envelope = F.struct(
             F.when(code.isin(UPDATE, DELETE), self._row(before)).alias("before"),
             F.when(code.isin(READ, CREATE, UPDATE), self._row(after)).alias("after"),
-            source.alias("source"), op.alias("op"), F.lit(ts_ms).cast("long").alias("ts_ms"),
+            source.alias("source"), op.alias("op"), batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms"),
             F.lit(None).cast(TRANSACTION_SCHEMA.to_spark_type()).alias("transaction"))
         value = F.when(code != TOMBSTONE, envelope)
         if self.key_schema is not None:
@@ -209,7 +210,7 @@ class TableEvents:
         df = exploded.select(
             F.lit(self.topic).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION), key.alias(KEY),
             value.alias(VALUE), headers.cast(_HEADERS).alias(HEADERS),
-            F.timestamp_millis(F.lit(ts_ms)).alias(TIMESTAMP), (F.col("seq") * 4 + F.col("__sub")).alias(SEQ))
+            batch_constant(F.timestamp_millis(F.lit(ts_ms))).alias(TIMESTAMP), (F.col("seq") * 4 + F.col("__sub")).alias(SEQ))
         return RecordBatch(df, self.key_schema, self.value_schema, topics=(self.topic,))
 
 
@@ -288,13 +289,13 @@ def schema_changes(ddl: DataFrame, prefix: str, ts_ms: int) -> RecordBatch:
         F.col("server_id").alias("server_id"), F.col("gtid").alias("gtid"), F.col("file").alias("file"),
         F.col("pos").alias("pos"), F.lit(0).alias("row"), F.col("thread").alias("thread"),
         F.lit(None).cast("string").alias("query"))
-    value = F.struct(source.alias("source"), F.lit(ts_ms).cast("long").alias("ts_ms"), F.col("db").alias("databaseName"),
+    value = F.struct(source.alias("source"), batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms"), F.col("db").alias("databaseName"),
                      F.lit(None).cast("string").alias("schemaName"), F.col("query").alias("ddl"),
                      change.alias("tableChanges"))
     df = ddl.select(
         F.lit(prefix).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
         F.struct(F.coalesce(F.col("db"), F.lit("")).alias("databaseName")).alias(KEY), value.alias(VALUE),
-        F.lit(None).cast(_HEADERS).alias(HEADERS), F.timestamp_millis(F.lit(ts_ms)).alias(TIMESTAMP),
+        F.lit(None).cast(_HEADERS).alias(HEADERS), batch_constant(F.timestamp_millis(F.lit(ts_ms))).alias(TIMESTAMP),
         (F.col("seq") * 4).alias(SEQ))
     return RecordBatch(df, SCHEMA_CHANGE_KEY, SCHEMA_CHANGE_VALUE, topics=(prefix,))
 
@@ -594,6 +595,6 @@ def heartbeat(spark, topic: str, prefix: str, ts_ms: int) -> RecordBatch:
     df = spark.range(1).select(
         F.lit(topic).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
         F.struct(F.lit(prefix).alias("serverName")).alias(KEY),
-        F.struct(F.lit(ts_ms).cast("long").alias("ts_ms")).alias(VALUE), F.lit(None).cast(_HEADERS).alias(HEADERS),
-        F.timestamp_millis(F.lit(ts_ms)).alias(TIMESTAMP), F.lit(0).cast("long").alias(SEQ))
+        F.struct(batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms")).alias(VALUE), F.lit(None).cast(_HEADERS).alias(HEADERS),
+        batch_constant(F.timestamp_millis(F.lit(ts_ms))).alias(TIMESTAMP), F.lit(0).cast("long").alias(SEQ))
     return RecordBatch(df, HEARTBEAT_KEY, HEARTBEAT_VALUE, topics=(topic,))

@@ -49,6 +49,7 @@ from connectors.mysql.events import (
 from connectors.mysql.types import from_catalog
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import FatalError, LakeConnectError
+from ingest.jvm import batch_constant
 from ingest.records import RecordBatch
 from ingest.state.tables import canonical_json
 
@@ -435,9 +436,9 @@ class MySqlSourceTask(SourceTask):
         last_seq = int(d["last_seq"])  # the snapshot's last event says snapshot=last
         rows = staged.select(
             "t", F.col("seq"), F.lit("r").alias("op"), F.lit(None).cast("array<string>").alias("before"), "after",
-            F.lit(ts_ms).cast("long").alias("src_ts_ms"),
-            F.when(F.col("seq") == last_seq, F.lit("last")).otherwise(F.lit("true")).alias("snap"),
-            F.lit(pos["file"]).alias("file"), F.lit(int(pos["pos"])).cast("long").alias("pos"),
+            batch_constant(F.lit(ts_ms).cast("long")).alias("src_ts_ms"),
+            F.when(F.col("seq") == batch_constant(F.lit(last_seq)), F.lit("last")).otherwise(F.lit("true")).alias("snap"),
+            F.lit(pos["file"]).alias("file"), batch_constant(F.lit(int(pos["pos"])).cast("long")).alias("pos"),
             F.lit(0).alias("row"), F.lit(0).cast("long").alias("server_id"), F.lit(None).cast("string").alias("gtid"),
             F.lit(None).cast("long").alias("thread"), F.lit(None).cast("string").alias("query"))
         batches = []
@@ -645,10 +646,10 @@ class MySqlSourceTask(SourceTask):
         end = plan.ranges[0].end
         ts_ms = int(plan.details["ts_ms"])
         chunk_rows = kept.select(
-            ((F.lit(segments).cast("long") * (1 << binlog.SEGMENT_BITS)) + F.col("seq")).alias("seq"),
+            (batch_constant(F.lit(segments * (1 << binlog.SEGMENT_BITS)).cast("long")) + F.col("seq")).alias("seq"),
             F.lit("r").alias("op"), F.lit(None).cast("array<string>").alias("before"), "after",
-            F.lit(ts_ms).cast("long").alias("src_ts_ms"), F.lit("incremental").alias("snap"),
-            F.lit(str(end["file"])).alias("file"), F.lit(int(end["pos"])).cast("long").alias("pos"),
+            batch_constant(F.lit(ts_ms).cast("long")).alias("src_ts_ms"), F.lit("incremental").alias("snap"),
+            F.lit(str(end["file"])).alias("file"), batch_constant(F.lit(int(end["pos"])).cast("long")).alias("pos"),
             F.lit(0).alias("row"), F.lit(0).cast("long").alias("server_id"), F.lit(None).cast("string").alias("gtid"),
             F.lit(None).cast("long").alias("thread"), F.lit(None).cast("string").alias("query"))
         return events.records(chunk_rows, ts_ms, self.prefix)
