@@ -18,7 +18,7 @@ from urllib.parse import quote, unquote
 
 import pyarrow.parquet as pq
 
-from ingest.delta._files import NULL_PARTITION_DIR, DataFile, codec, footer_stats
+from ingest.delta._files import NULL_PARTITION_DIR, ZSTD_LEVEL, DataFile, codec, footer_stats
 from ingest.errors import StateError
 
 if TYPE_CHECKING:
@@ -32,7 +32,8 @@ TIMESTAMP_MICROS = "TIMESTAMP_MICROS"  # Delta's timestamp; Spark's default INT9
 
 
 def write_native(df: DataFrame, plan: WritePlan, opaque: tuple[str, ...] = (),
-                 single_partition: Mapping[str, str] | None = None) -> list[DataFile]:
+                 single_partition: Mapping[str, str] | None = None, unfiltered: tuple[str, ...] = ()
+                 ) -> list[DataFile]:
     """Spark writes the files, the driver describes them. With `single_partition` (every row's partition
     values, known to the caller), Spark writes them straight into that partition's directory: no
     partitioning, so no sort of the rows by partition."""
@@ -49,8 +50,11 @@ def write_native(df: DataFrame, plan: WritePlan, opaque: tuple[str, ...] = (),
         target = os.path.join(stage_dir, *(f"{c}={quote(str(single_partition[c]), safe='')}" for c in partition_by))
         df, partition_by = df.drop(*partition_by), ()
     writer = df.write.option("compression", codec(opaque))
+    if opaque:
+        writer = writer.option("parquet.compression.codec.zstd.level", str(ZSTD_LEVEL))
     for column in opaque:  # Parquet's per-column settings: no dictionary, no min/max statistics
         writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
+    for column in opaque + unfiltered:
         writer = writer.option(f"parquet.column.statistics.enabled#{column}", "false")
     if partition_by:
         writer = writer.partitionBy(*partition_by)

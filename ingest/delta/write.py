@@ -39,6 +39,7 @@ def write_dataframe(
     expected_version: int | None = None,
     engine: str = "auto",
     opaque: Sequence[str] = (),
+    unfiltered: Sequence[str] = (),
     check_files: Callable[[list[DataFile]], None] | None = None,
     single_partition: Mapping[str, str] | None = None,
     remove: Sequence[DataFile] = (),
@@ -62,6 +63,8 @@ def write_dataframe(
     written without Parquet dictionary encoding (trying one and falling back costs time and saves
     nothing) and without min/max statistics (comparing every value with the running bounds costs more
     than the rest of the write when values share a long prefix, as JSON envelopes do).
+    `unfiltered`: columns never filtered on, written without statistics but with their dictionary (a
+    topic's timestamp type: Parquet copies a string value for every comparison with its bounds).
 
     `single_partition`: the values of the partition columns when the caller knows every row has them
     (the "spark" engine then writes without partitioning, so without sorting the rows by partition).
@@ -94,9 +97,9 @@ def write_dataframe(
     if plan is None:
         return None
     if _pick_engine(engine, plan) == "spark":
-        files = write_native(df, plan, tuple(opaque), single_partition)
+        files = write_native(df, plan, tuple(opaque), single_partition, tuple(unfiltered))
     else:
-        spec = replace(plan.file_spec(), opaque=tuple(opaque))
+        spec = replace(plan.file_spec(), opaque=tuple(opaque), unfiltered=tuple(unfiltered))
         rows = df.mapInArrow(partial(write_task, spec=spec), META_DDL).collect()
         files = [
             DataFile(r["path"], r["size"], json.loads(r["partition_values"]), r["num_records"], r["stats"])

@@ -646,6 +646,7 @@ class TopicTable:
                 expected_version=pinned,
                 commit_metadata={"lakeconnect.topic": self.name},
                 opaque=(VALUE,),
+                unfiltered=(TIMESTAMP_TYPE,),
                 check_files=check,
                 single_partition=None if single_partition is None else {PARTITION: str(single_partition)},
             )

@@ -249,18 +249,21 @@ def test_columns_selection(spark, tmp_path, write):
         read_table(spark, uri, columns=["nope"])
 
 
-def test_opaque_columns_with_either_engine(spark, tmp_path):
+def test_opaque_and_unfiltered_columns_with_either_engine(spark, tmp_path):
     """`opaque` reaches both writers (Spark's per-column Parquet options, pyarrow's lists): no dictionary
-    and no min/max statistics for those columns, both for the others; Delta's own statistics stay."""
+    and no min/max statistics for those columns, both for the others; Delta's own statistics stay.
+    `unfiltered` columns keep their dictionary and lose their statistics; zstd for a file with opaque
+    columns."""
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
 
     from ingest.delta import write_dataframe
 
-    df = spark.range(0, 1000, 1, 1).selectExpr("cast(id % 3 as string) as a", "cast(id % 3 as string) as b")
+    df = spark.range(0, 1000, 1, 1).selectExpr("cast(id % 3 as string) as a", "cast(id % 3 as string) as b",
+                                               "cast(id % 2 as string) as c")
     for engine in ("spark", "arrow"):
         uri = str(tmp_path / engine)
-        write_dataframe(df, uri, app_id="t", version=1, engine=engine, opaque=("b",))
+        write_dataframe(df, uri, app_id="t", version=1, engine=engine, opaque=("b",), unfiltered=("c",))
         for f in DeltaTable(uri).file_uris():
             meta = pq.ParquetFile(f).metadata
             enc = {meta.schema.column(i).path: meta.row_group(0).column(i).encodings for i in range(meta.num_columns)}
@@ -269,5 +272,8 @@ def test_opaque_columns_with_either_engine(spark, tmp_path):
             stats = {meta.schema.column(i).path: meta.row_group(0).column(i).statistics for i in range(meta.num_columns)}
             assert stats["a"] is not None and stats["a"].has_min_max, (engine, stats)
             assert stats["b"] is None or not stats["b"].has_min_max, (engine, stats)
+            assert any("DICTIONARY" in e for e in enc["c"]), (engine, enc)
+            assert stats["c"] is None or not stats["c"].has_min_max, (engine, stats)
+            assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {"ZSTD"}
         added = pa.table(DeltaTable(uri).get_add_actions(flatten=True)).to_pydict()
         assert added["num_records"] == [1000], (engine, added)
