@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from ingest.delta._commit import WriteResult, commit_files, plan_write
@@ -27,10 +28,12 @@ def append_arrow(
     storage_options: Mapping[str, str] | None = None,
     commit_metadata: Mapping[str, Any] | None = None,
     expected_version: int | None = None,
+    table: DeltaTable | None = None,
 ) -> WriteResult | None:
     """Commit `data` to the table in one commit; same rules as `write_dataframe`.
 
-    With `app_id`/`version`, a version already committed is a no-op returning None.
+    With `app_id`/`version`, a version already committed is a no-op returning None. `table`: the table
+    opened before (a state table's), brought up to date instead of loaded again.
     """
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
@@ -44,6 +47,7 @@ def append_arrow(
         version=version,
         storage_options=storage_options,
         expected_version=expected_version,
+        table=table,
     )
     if plan is None:
         return None

@@ -22,6 +22,7 @@ ENGINES = ("auto", "arrow", "spark")
 _NATIVE_PARTITION_TYPES = ("int", "string", "date", "bool")
 
 if TYPE_CHECKING:
+    from deltalake import DeltaTable
     from pyspark.sql import DataFrame
 
 
@@ -44,6 +45,7 @@ def write_dataframe(
     single_partition: Mapping[str, str] | None = None,
     remove: Sequence[DataFile] = (),
     app_transactions: Sequence[tuple[str, int]] = (),
+    table: DeltaTable | None = None,
 ) -> WriteResult | None:
     """Write `df` to the Delta table at `table_uri` in ONE commit carrying `(app_id, version)`.
 
@@ -93,6 +95,7 @@ def write_dataframe(
         version=version,
         storage_options=storage_options,
         expected_version=expected_version,
+        table=table,
     )
     if plan is None:
         return None

@@ -42,6 +42,10 @@ class StateTable:
         self.uri = uri
         self.storage_options = dict(storage_options or {})
         self._table: DeltaTable | None = None
+        self._files: dict[str, pa.Table] = {}
+        """The rows of each data file read so far, by path: files are never rewritten, only added and (by
+        maintenance) removed, so a read only reads the files added since the last one."""
+        self._files_schema: pa.Schema | None = None
 
     def _load(self) -> DeltaTable | None:
         try:
@@ -61,7 +65,7 @@ class StateTable:
     def append(self, rows: Iterable[Mapping[str, Any]], *, app_id: str | None = None, version: int | None = None) -> bool:
         """Append rows in one commit; False (and nothing written) when `(app_id, version)` was already committed."""
         data = pa.Table.from_pylist(list(rows), schema=self.schema)
-        return append_arrow(self.uri, data, app_id=app_id, version=version,
+        return append_arrow(self.uri, data, app_id=app_id, version=version, table=self._table,
                             storage_options=self.storage_options or None) is not None
 
     def read(self, filter: pa.compute.Expression | None = None, columns: list[str] | None = None) -> pa.Table:
@@ -69,9 +73,26 @@ class StateTable:
         if table is None:
             return self.schema.empty_table() if columns is None else self.schema.empty_table().select(columns)
         try:
-            return table.to_pyarrow_dataset().to_table(filter=filter, columns=columns)
+            rows = self._rows(table)
         except (DeltaError, OSError, pa.ArrowInvalid) as e:
             raise StateError(f"state table {self.uri} cannot be read ({e}); restore it from backup") from None
+        if filter is not None:
+            rows = rows.filter(filter)
+        return rows if columns is None else rows.select(columns)
+
+    def _rows(self, table: DeltaTable) -> pa.Table:
+        """Every row of the table, in the order of its files. Without this cache every batch read every file
+        the table had gathered since maintenance last compacted it: after 40 batches of one connector its
+        runs (82 files) and offsets took 130 ms of the batch, 10 ms after one."""
+        dataset = table.to_pyarrow_dataset()
+        if dataset.schema != self._files_schema:  # a column added: read every file again
+            self._files, self._files_schema = {}, dataset.schema
+        files = {}
+        for fragment in dataset.get_fragments():
+            rows = self._files.get(fragment.path)
+            files[fragment.path] = rows if rows is not None else fragment.to_table(schema=dataset.schema)
+        self._files = files  # files maintenance removed are dropped
+        return pa.concat_tables(files.values()) if files else dataset.schema.empty_table()
 
     def latest(self, key: list[str], filter: pa.compute.Expression | None = None) -> list[dict[str, Any]]:
         """The newest row per key (by `written_at`, then by position in the log), in Arrow: a key's whole

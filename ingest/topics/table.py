@@ -581,13 +581,14 @@ class TopicTable:
             values = topic_configs(self.name, meta["configs"])
             staged = self._stage(df, n, version, values[TIMESTAMP_TYPE_CONFIG], keyed=compacted(values))
             result = self._write_numbered(staged, n, base, app_id=app_id, version=version, pinned=dt.version(),
-                                          counts=counts)
+                                          counts=counts, table=dt)
         if result is None:
             return None
         return self._result(result, base)
 
     def _write_numbered(self, staged: DataFrame, n: int, base: dict[int, int], *, app_id: str, version: int,
-                        pinned: int, counts: Callable[[], Sequence[int | None]] | None = None):
+                        pinned: int, counts: Callable[[], Sequence[int | None]] | None = None,
+                        table: DeltaTable | None = None):
         """Number the offsets in parallel when the batch allows it (the source's `counts`, or see `_count`),
         else in order, one task per topic partition; write and commit."""
         try:
@@ -596,7 +597,7 @@ class TopicTable:
                 for sort in (False, True):
                     try:
                         return self._write(*_Counted.planned(planned, base[0]).numbered(staged, sort), app_id,
-                                           version, pinned)
+                                           version, pinned, table)
                     except _Unsorted:
                         continue
                     except _Moved as e:
@@ -605,25 +606,26 @@ class TopicTable:
             elif _position_function() and _one_spark_partition(staged):  # one task: no count needed
                 for sort in (False, True):
                     try:
-                        return self._write(*self._number_one_task(staged, n, base, sort), app_id, version, pinned)
+                        return self._write(*self._number_one_task(staged, n, base, sort), app_id, version, pinned,
+                                           table)
                     except _Unsorted:
                         continue
                     except _Moved:
                         break
-                return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned)
+                return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned, table)
             counted = self._count(staged, n, base)
             if counted is not None:
                 # As the records arrive when they arrive sorted (a range read of a key usually does),
                 # else sorted within each Spark partition first.
                 for sort in ((False, True) if _position_function() else (True,)):
                     try:
-                        return self._write(*counted.numbered(staged, sort), app_id, version, pinned)
+                        return self._write(*counted.numbered(staged, sort), app_id, version, pinned, table)
                     except _Unsorted:
                         continue
                     except _Moved as e:
                         log.info("topic '%s': %s; numbering it in one task per partition", self.name, e)
                         break
-            return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned)
+            return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned, table)
         except (PySparkException, Py4JError) as e:  # Spark wraps the out-of-range error of a task
             if _KEYLESS in str(e):
                 msg = next(line for line in str(e).splitlines() if _KEYLESS in line)
@@ -634,7 +636,7 @@ class TopicTable:
             raise
 
     def _write(self, records: DataFrame, check, single_partition: int | None, app_id: str, version: int,
-               pinned: int):
+               pinned: int, table: DeltaTable | None = None):
         try:
             return write_dataframe(
                 records,
@@ -644,6 +646,7 @@ class TopicTable:
                 schema_mode=None,
                 storage_options=self.storage_options,
                 expected_version=pinned,
+                table=table,
                 commit_metadata={"lakeconnect.topic": self.name},
                 opaque=(VALUE,),
                 unfiltered=(TIMESTAMP_TYPE,),

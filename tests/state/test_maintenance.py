@@ -145,10 +145,13 @@ def test_state_history_keeps_the_newest_row_per_key_and_recent_rows(lake):
                                                        "files_added": 1}
     assert reports["connect-runs"].done[HISTORY]["rows_after"] == 1  # the batch in flight
     assert reports["connect-configs"].done[HISTORY]["rows_after"] == 1
-    stores = _stores(lake)
-    assert stores.offsets.committed("jdbc") == committed
-    assert stores.runs.last("jdbc", 0) == last and stores.status.get("jdbc") == status
-    assert stores.configs.get("jdbc") == config
+    # The stores that read the tables before keep the rows of files they read, and drop those of files
+    # maintenance removed: they see what fresh stores see.
+    for stores in (stores, _stores(lake)):
+        assert stores.offsets.committed("jdbc") == committed
+        assert stores.runs.last("jdbc", 0) == last and stores.status.get("jdbc") == status
+        assert stores.configs.get("jdbc") == config
+        assert stores.offsets.read().num_rows == 3 and len(stores.offsets._files) == 1
     # The offsets' app transaction is in the log, not in the rows: batch 20 is still a no-op.
     assert not stores.offsets.commit("jdbc", {"p": {"id": 0}}, task=0, batch_id=20, app_id="jdbc:task-0")
     # Rows inside the window are all kept.

@@ -76,3 +76,20 @@ def test_long_connector_names_find_their_offsets(stores, length):
     stores.offsets.commit("other", {p: {"position": 1}}, task=0, batch_id=1, app_id="other:task-0")
     assert stores.offsets.committed(name)[p].offset == {"position": 7}
     assert stores.runs.last(name, 0) is None
+
+
+def test_a_read_reads_only_the_files_added_since_the_last(stores):
+    """A state table keeps the rows of the files it read: the next read reads only newer files, so a batch
+    does not slow down as the table gathers files between maintenance runs."""
+    for i in range(1, 4):
+        stores.offsets.commit("src", {'"p"': {"position": i}}, task=0, batch_id=i, app_id="src:task-0")
+    assert stores.offsets.committed("src")['"p"'].offset == {"position": 3}
+    kept = dict(stores.offsets._files)
+    assert len(kept) == 3
+    stores.offsets.commit("src", {'"p"': {"position": 4}, '"q"': {"position": 1}}, task=0, batch_id=4,
+                           app_id="src:task-0")
+    committed = stores.offsets.committed("src")
+    assert {k: e.offset for k, e in committed.items()} == {'"p"': {"position": 4}, '"q"': {"position": 1}}
+    assert len(stores.offsets._files) == 4
+    assert all(stores.offsets._files[path] is rows for path, rows in kept.items())  # not read again
+    assert sorted(stores.offsets.read(columns=["batch_id"]).column("batch_id").to_pylist()) == [1, 2, 3, 4, 4]
