@@ -19,6 +19,7 @@ no add action, so readers never see them, and the retried batch writes and commi
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -215,13 +216,16 @@ def plan_write(
 
 
 def _latest(dt: DeltaTable | None, uri: str, storage_options: Mapping[str, str] | None) -> DeltaTable | None:
-    """`dt` brought up to date (it reads only the commits since its version), or the table loaded afresh
-    when there is no `dt` or its update fails (the table gone, say). A load reads the log from its last
-    checkpoint, up to 100 commits: 3 to 10 ms a table, several tables a batch."""
-    if dt is not None:
+    """`dt` brought up to date (it reads only the commits since its version), or the table loaded afresh.
+    A load reads the log from its last checkpoint, up to 100 commits: 3 to 10 ms a table, several tables a
+    batch. `dt` is reused only for a local table whose log still holds the commit `dt` reached: a table
+    moved aside (and perhaps created again) in the meantime is loaded afresh, so no commit lands on a log
+    it does not continue. Remote tables are always loaded afresh."""
+    if dt is not None and is_local(uri):
         try:
             dt.update_incremental()
-            return dt
+            if os.path.exists(os.path.join(uri, "_delta_log", f"{dt.version():020d}.json")):
+                return dt
         except (DeltaError, DeltaProtocolError, OSError, ValueError):
             pass
     return open_table(uri, storage_options)

@@ -48,11 +48,14 @@ class StateTable:
         self._files_schema: pa.Schema | None = None
 
     def _load(self) -> DeltaTable | None:
-        try:
-            if self._table is None:
-                self._table = DeltaTable(self.uri, storage_options=self.storage_options or None)
-            else:
+        if self._table is not None:
+            try:
                 self._table.update_incremental()
+                return self._table
+            except (DeltaError, OSError):  # moved aside, or created again: load it afresh
+                self._table = None
+        try:
+            self._table = DeltaTable(self.uri, storage_options=self.storage_options or None)
             return self._table
         except TableNotFoundError:
             return None

@@ -93,3 +93,25 @@ def test_a_read_reads_only_the_files_added_since_the_last(stores):
     assert len(stores.offsets._files) == 4
     assert all(stores.offsets._files[path] is rows for path, rows in kept.items())  # not read again
     assert sorted(stores.offsets.read(columns=["batch_id"]).column("batch_id").to_pylist()) == [1, 2, 3, 4, 4]
+
+
+def test_a_state_table_moved_aside_and_created_again_is_written_where_its_log_goes_on(stores, tmp_path):
+    """The stores keep their Delta table open between batches; one moved aside (to start afresh) and
+    created again by another process must not get a commit that continues the old log."""
+    import os
+    import shutil
+
+    from deltalake import DeltaTable
+
+    for i in range(1, 4):
+        stores.offsets.commit("src", {'"p"': {"n": i}}, task=0, batch_id=i)
+    assert stores.offsets.committed("src")['"p"'].offset == {"n": 3}
+    shutil.move(stores.offsets.uri, str(tmp_path / "aside"))
+    other = Stores.open(str(tmp_path / "lake"), configs="c", offsets="o", status="s", runs="r")
+    other.offsets.commit("src", {'"q"': {"n": 1}}, task=0, batch_id=1)
+    stores.offsets.commit("src", {'"q"': {"n": 2}}, task=0, batch_id=2)
+    assert sorted(os.listdir(os.path.join(stores.offsets.uri, "_delta_log"))) == [
+        "00000000000000000000.json", "00000000000000000001.json"]
+    assert DeltaTable(stores.offsets.uri).version() == 1
+    for s in (stores, Stores.open(str(tmp_path / "lake"), configs="c", offsets="o", status="s", runs="r")):
+        assert {k: e.offset for k, e in s.offsets.committed("src").items()} == {'"q"': {"n": 2}}
