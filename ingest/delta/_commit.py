@@ -19,7 +19,6 @@ no add action, so readers never see them, and the retried batch writes and commi
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
-from deltalake.exceptions import CommitFailedError, DeltaError, DeltaProtocolError
+from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from ingest.delta._files import DataFile, FileSpec
@@ -39,6 +38,7 @@ from ingest.delta._table import (
     merged_schema,
     normalize_uri,
     open_table,
+    refresh_table,
     storage_opts,
     transaction_version,
     writable_arrow_schema,
@@ -182,7 +182,7 @@ def plan_write(
     uri = normalize_uri(table_uri)
     schema = writable_arrow_schema(schema)
     partition_by = tuple(partition_by)
-    dt = _latest(table, uri, storage_options)
+    dt = refresh_table(table, uri, storage_options)
     if dt is None:
         if expected_version is not None and expected_version >= 0:
             raise StateError(f"no Delta table at {uri}, but the write expects its version {expected_version}")
@@ -213,22 +213,6 @@ def plan_write(
         uri, storage_opts(storage_options), schema, partition_by, mode, schema_mode, app_id, version, expected_version,
         dt,
     )
-
-
-def _latest(dt: DeltaTable | None, uri: str, storage_options: Mapping[str, str] | None) -> DeltaTable | None:
-    """`dt` brought up to date (it reads only the commits since its version), or the table loaded afresh.
-    A load reads the log from its last checkpoint, up to 100 commits: 3 to 10 ms a table, several tables a
-    batch. `dt` is reused only for a local table whose log still holds the commit `dt` reached: a table
-    moved aside (and perhaps created again) in the meantime is loaded afresh, so no commit lands on a log
-    it does not continue. Remote tables are always loaded afresh."""
-    if dt is not None and is_local(uri):
-        try:
-            dt.update_incremental()
-            if os.path.exists(os.path.join(uri, "_delta_log", f"{dt.version():020d}.json")):
-                return dt
-        except (DeltaError, DeltaProtocolError, OSError, ValueError):
-            pass
-    return open_table(uri, storage_options)
 
 
 def _commit_properties(plan: WritePlan, commit_metadata: Mapping[str, Any] | None,
@@ -299,7 +283,7 @@ def commit_files(
     for _ in range(MAX_COMMIT_ATTEMPTS):
         if lost:
             time.sleep(min(0.05 * 2**lost, 1.0))
-        dt, seen = _latest(seen, uri, plan.storage_options), None
+        dt, seen = refresh_table(seen, uri, plan.storage_options), None
         if dt is None and removes:
             raise RetriableError(f"Delta table at {uri} disappeared while a rewrite of its files was written")
         if dt is None:

@@ -38,6 +38,7 @@ from ingest.topics.table import (
     PARTITION,
     POSITION_FUNCTION,
     SEQ,
+    TIMESTAMP_TYPE,
     TIMESTAMP_TYPE_CONFIG,
     TOPIC_COLUMNS,
     VALUE,
@@ -208,7 +209,7 @@ def _write(planned: list[_Planned], app_id: str, version: int, sort: bool) -> di
     first = next((p.plan for p in planned if p.plan is not None), None)
     if first is None:
         return {}
-    spec = replace(first.file_spec(), opaque=(VALUE,))
+    spec = replace(first.file_spec(), opaque=(VALUE,), unfiltered=(TIMESTAMP_TYPE,))
     uris = [p.table.uri for p in planned]
     job = union.mapInArrow(
         partial(_write_task, spec=spec, uris=uris),

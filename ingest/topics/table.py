@@ -43,7 +43,7 @@ from ingest.delta._table import (
     first_line,
     is_local,
     normalize_uri,
-    open_table,
+    refresh_table,
     storage_opts,
     transaction_version,
 )
@@ -347,6 +347,7 @@ class TopicTable:
         self.uri = f"{self.lake_root}/{TOPICS_DIR}/{name}"
         self.storage_options = dict(storage_options) if storage_options else None
         self._spark = spark
+        self._table: DeltaTable | None = None
 
     def __repr__(self) -> str:
         return f"TopicTable({self.uri!r})"
@@ -357,7 +358,10 @@ class TopicTable:
         return lake_lock(self.lake_root, f"topic-{self.name}")
 
     def _open(self) -> DeltaTable | None:
-        return open_table(self.uri, self.storage_options)
+        """The topic's table, up to date: the one this object loaded before, brought up to date (a batch opens
+        its topic three times), else loaded afresh (see `refresh_table`)."""
+        self._table = refresh_table(self._table, self.uri, self.storage_options)
+        return self._table
 
     def _require(self) -> DeltaTable:
         dt = self._open()
