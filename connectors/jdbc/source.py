@@ -11,7 +11,7 @@ import json
 
 from connectors.jdbc import config as C
 from connectors.jdbc.dialects import parse_jdbc_url
-from connectors.jdbc.discovery import TableId, connect, find_tables, group_tables
+from connectors.jdbc.discovery import TableId, connect, find_tables, group_tables, release
 from ingest.api import SourceConnector
 from ingest.config.configdef import ConfigDef
 from ingest.errors import ConfigError, LakeConnectError, Problem
@@ -66,7 +66,7 @@ class JdbcSourceConnector(SourceConnector):
                                schema_pattern=self.config[C.SCHEMA_PATTERN], table_types=self.config[C.TABLE_TYPES],
                                include=C.tables_included(self.config), exclude=C.tables_excluded(self.config))
         finally:
-            engine.dispose()
+            release(engine)
 
 
 def task_tables(config) -> list[TableId]:

@@ -34,7 +34,7 @@ from connectors.jdbc import state as S
 from connectors.jdbc.state import TableState
 from connectors.jdbc.dialects import (MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, parse_jdbc_url, quote_identifier,
                                      redact)
-from connectors.jdbc.discovery import TableId, connect
+from connectors.jdbc.discovery import TableId, connect, release
 from connectors.jdbc.schemas import Column as DbColumn
 from connectors.jdbc.schemas import column_name, describe_columns, value_schema
 from connectors.jdbc.source import task_tables
@@ -137,7 +137,7 @@ class JdbcSourceTask(SourceTask):
 
     def close(self) -> None:
         if self._engine is not None:
-            self._engine.dispose()
+            release(self._engine)
             self._engine = None
 
     def q(self, name: str) -> str:
