@@ -77,6 +77,9 @@ def write_dataframe(
     `remove`: files of the table (from `snapshot_files` at `expected_version`, which it needs) that the
     same commit removes: a rewrite such as a MERGE replaces them with the files of `df`.
 
+    `table`: the table at `table_uri` as the caller loaded it (a topic's, for its batch), brought up to date
+    instead of loaded again (see `refresh_table`).
+
     `app_id=None, version=None`: a write that is not a retried batch (a maintenance rewrite, pinned to
     `expected_version`). `app_transactions`: more `(app_id, version)` pairs the commit records (see
     `commit_files`).
