@@ -111,16 +111,20 @@ class BinlogReader(DataSourceReader):
         import pyarrow as pa
 
         schema = _arrow_schema()
-        rows: dict[str, list] = {name: [] for name in schema.names}
+
+        def batch(records: list[tuple]) -> pa.RecordBatch:  # the records' fields, column by column
+            return pa.RecordBatch.from_arrays([pa.array(values, type=f.type) for f, values in
+                                               zip(schema, zip(*records))], schema=schema)
+
+        records: list[tuple] = []
         for record in decode(self.connection, self.server_id + 1 + segment.index % MAX_SEGMENT_IDS, segment, self.tables,
                              self.with_query):
-            for name, value in zip(schema.names, record):
-                rows[name].append(value)
-            if len(rows["seq"]) >= self.chunk:
-                yield pa.RecordBatch.from_pydict(rows, schema=schema)
-                rows = {name: [] for name in schema.names}
-        if rows["seq"]:
-            yield pa.RecordBatch.from_pydict(rows, schema=schema)
+            records.append(record)
+            if len(records) >= self.chunk:
+                yield batch(records)
+                records = []
+        if records:
+            yield batch(records)
 
 
 def _arrow_schema():
@@ -148,6 +152,7 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
     )
     from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
+    from connectors.mysql.rowcodec import compile_row, decode_rows
     from connectors.mysql.types import from_table_map
 
     events = [TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, QueryEvent, XidEvent, RotateEvent,
@@ -167,7 +172,8 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
     gtid = None
     thread = None
     query = None
-    layouts: dict[int, tuple[str, list]] = {}  # table id -> (layout id, columns)
+    layouts: dict[int, tuple[str, list, Any]] = {}  # table id -> (layout id, columns, fast row decoder or None)
+    decoders: dict[str, Any] = {}  # layout id -> its fast row decoder (rowcodec.py), None where it has none
     seen: set[str] = set()
     try:
         for event in stream:
@@ -206,7 +212,9 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 columns, pk = from_table_map(event)
                 text = json.dumps({"columns": [c.to_json() for c in columns], "pk": pk}, separators=(",", ":"))
                 lid = layout_id(event.schema, event.table, text)
-                layouts[event.table_id] = (lid, columns)
+                if lid not in decoders:
+                    decoders[lid] = compile_row(event.columns, columns)
+                layouts[event.table_id] = (lid, columns, decoders[lid])
                 if lid not in seen:
                     seen.add(lid)
                     yield (base | n, "tablemap", event.schema, event.table, lid, None, None, None, event.timestamp,
@@ -215,10 +223,18 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 continue
             if (event.schema, event.table) not in tables or event.table_id not in layouts:
                 continue
-            lid, columns = layouts[event.table_id]
-            names = [c.name for c in columns]
+            lid, columns, fast = layouts[event.table_id]
             op = "c" if isinstance(event, WriteRowsEvent) else "u" if isinstance(event, UpdateRowsEvent) else "d"
             q = query if with_query else None
+            images = decode_rows(event, fast, op == "u") if fast is not None else None
+            if images is not None:
+                for i, (first, second) in enumerate(images):
+                    before, after = (None, first) if op == "c" else (first, second) if op == "u" else (first, None)
+                    yield (base | n, "row", event.schema, event.table, lid, op, before, after, event.timestamp,
+                           segment.file, start, i, event.packet.server_id, gtid, thread, q)
+                    n += 1
+                continue
+            names = [c.name for c in columns]
             for i, row in enumerate(event.rows):
                 if op == "u":
                     before = _texts(columns, names, row["before_values"])
