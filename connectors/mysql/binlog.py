@@ -152,7 +152,7 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
     )
     from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-    from connectors.mysql.rowcodec import compile_row, decode_rows
+    from connectors.mysql.rowcodec import compile_row, decode_rows, row_format
     from connectors.mysql.types import from_table_map
 
     events = [TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, QueryEvent, XidEvent, RotateEvent,
@@ -173,7 +173,7 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
     thread = None
     query = None
     layouts: dict[int, tuple[str, list, Any]] = {}  # table id -> (layout id, columns, fast row decoder or None)
-    decoders: dict[str, Any] = {}  # layout id -> its fast row decoder (rowcodec.py), None where it has none
+    decoders: dict[tuple, Any] = {}  # row format -> its fast row decoder (rowcodec.py), None where it has none
     seen: set[str] = set()
     try:
         for event in stream:
@@ -212,9 +212,10 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 columns, pk = from_table_map(event)
                 text = json.dumps({"columns": [c.to_json() for c in columns], "pk": pk}, separators=(",", ":"))
                 lid = layout_id(event.schema, event.table, text)
-                if lid not in decoders:
-                    decoders[lid] = compile_row(event.columns, columns)
-                layouts[event.table_id] = (lid, columns, decoders[lid])
+                form = row_format(event.columns, lid)
+                if form not in decoders:
+                    decoders[form] = compile_row(event.columns, columns)
+                layouts[event.table_id] = (lid, columns, decoders[form])
                 if lid not in seen:
                     seen.add(lid)
                     yield (base | n, "tablemap", event.schema, event.table, lid, None, None, None, event.timestamp,

@@ -148,6 +148,14 @@ def compile_row(lib_columns: Sequence[Any], columns: Sequence[T.Column]) -> RowD
     return env["row"]
 
 
+def row_format(lib_columns: Sequence[Any], layout: str) -> tuple:
+    """What a compiled decoder depends on: the layout, and the table map's own widths and charsets, which
+    the layout does not hold (a VARCHAR(200) widened to VARCHAR(300) gets a two-byte length)."""
+    return layout, tuple((c.type, getattr(c, "max_length", None), getattr(c, "length_size", None),
+                          getattr(c, "character_set_name", None), getattr(c, "precision", None),
+                          getattr(c, "decimals", None), getattr(c, "fsp", None)) for c in lib_columns)
+
+
 def _encoding(charset: str | None) -> str | None:
     """The Python codec the library decodes a column of this MySQL charset with; None when it would not
     decode it (no charset known, or one Python lacks: the library then keeps the bytes)."""

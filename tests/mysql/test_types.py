@@ -208,6 +208,11 @@ def test_fast_row_decoder_gives_the_librarys_texts(table, monkeypatch):
     cur.execute(f"UPDATE {db}.f SET v = CONCAT(v, '!'), d2 = -d2, ts0 = '2001-01-01 00:00:00' WHERE id IN (1, 2)")
     cur.execute(f"UPDATE {db}.f SET i = 5 WHERE id = 3")
     cur.execute(f"DELETE FROM {db}.f WHERE id IN (2, 4)")
+    # A VARCHAR widened past 255 characters: same columns to the layout, a two-byte length in the rows.
+    cur.execute(f"ALTER TABLE {db}.f MODIFY v VARCHAR(200)")
+    cur.execute(f"UPDATE {db}.f SET v = 'narrow' WHERE id = 1")
+    cur.execute(f"ALTER TABLE {db}.f MODIFY v VARCHAR(300)")
+    cur.execute(f"UPDATE {db}.f SET v = REPEAT('w', 280) WHERE id = 1")
     end = binlog.master_position(cur)
     segs = binlog.segments(binlog.binary_logs(cur), start, end)
 
@@ -216,20 +221,21 @@ def test_fast_row_decoder_gives_the_librarys_texts(table, monkeypatch):
     monkeypatch.setattr(rowcodec, "compile_row", lambda *a: compiled.append(real_compile(*a)) or compiled[-1])
     monkeypatch.setattr(rowcodec, "decode_rows", lambda *a: fast_events.append(real_decode(*a)) or fast_events[-1])
     fast = [e for seg in segs for e in binlog.decode(settings, 7010, seg, {(db, "f")}, False)]
-    assert len(compiled) == 1 and compiled[0] is not None
-    assert len(fast_events) >= 5 and all(images is not None for images in fast_events)  # every event, fast
+    assert len(compiled) == 3 and None not in compiled  # one per row format: VARCHAR(20), (200), (300)
+    assert len(fast_events) >= 7 and all(images is not None for images in fast_events)  # every event, fast
 
     monkeypatch.setattr(rowcodec, "decode_rows", lambda *a: None)  # the library reads every event
     slow = [e for seg in segs for e in binlog.decode(settings, 7011, seg, {(db, "f")}, False)]
     rows = [e for e in fast if e[1] == "row"]
-    assert [r[5] for r in rows] == ["c"] * 4 + ["u"] * 3 + ["d"] * 2
+    assert [r[5] for r in rows] == ["c"] * 4 + ["u"] * 3 + ["d"] * 2 + ["u"] * 2
     assert fast == slow
+    assert rows[-1][6][26] == "narrow" and rows[-1][7][26] == "w" * 280
 
     import json
     columns = [Column.from_json(c) for c in json.loads([e for e in fast if e[1] == "tablemap"][0][15])["columns"]]
     cur.execute(f"SELECT {', '.join(c.sql_text(f'`{c.name}`') for c in columns)} FROM {db}.f ORDER BY id")
     snapshot = [list(r) for r in cur.fetchall()]  # rows 1 and 3 remain, as the last update left them
-    assert [rows[4][7], rows[6][7]] == snapshot
+    assert [rows[-1][7], rows[6][7]] == snapshot
     first = dict(zip([c.name for c in columns], rows[0][7]))
     assert first["bu"] == "-1" and first["d3"] == "-12345678901234567890123456789012345.123456789012345678901234567891"
     assert first["d1"] == "-0.99" and first["dt3"] == "-1" and first["l1"] == "café" and first["mt"] == "x" * 70000
