@@ -4,7 +4,8 @@ python-mysql-replication decodes a row column by column through a generic reader
 bitmap test and a type dispatch per value), then `types.Column.text` turns each Python value into the
 canonical text (types.py). For a table map whose columns are all of the common types below, this
 module writes one Python function that reads a whole row image from the event's bytes with the
-offsets and conversions of that table fixed in its code: the same texts, in about half the time.
+offsets and conversions of that table fixed in its code: the same texts, 3-4x faster (50k rows of a
+6-column table: 0.32-0.41 s, against 1.16-1.19 s for the library's loop alone).
 
 The texts are the library's values passed through `Column.text`, by construction (each reader below
 is the library's, with the text conversion folded in); `tests/mysql` checks that both ways agree on
@@ -30,6 +31,7 @@ RowDecoder = Callable[[bytes, int], tuple[list, int]]
 PARTIAL_UPDATE_ROWS_EVENT = 39
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+# (size, signed format, unsigned format); BIGINT UNSIGNED is read signed: Debezium's long mode wraps it
 _INTS = {T.TINY: (1, "b", "B"), T.SHORT: (2, "h", "H"), T.LONG: (4, "i", "I"), T.LONGLONG: (8, "q", "q")}
 
 
