@@ -113,12 +113,37 @@ _CHECKS = {
 }
 
 
+# tests/services/pytest.sh sets this for the MySQL CDC tests, which it runs on two pytest workers: each
+# worker then has a private MariaDB of its own (up.sh starts one per worker), as every CDC batch reads
+# its server's binlog up to the end and some tests restart the server or purge its binlogs.
+PER_WORKER = "LAKECONNECT_TEST_MARIADB_PER_WORKER"
+
+
+def _worker_mariadb(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the MariaDB addresses of this pytest-xdist worker's own instance (gw0: the first)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    ports = env.get("LAKECONNECT_TEST_MARIADB_PORTS", "").split()
+    sockets = env.get("LAKECONNECT_TEST_MARIADB_SOCKETS", "").split()
+    n = int(worker.removeprefix("gw") or 0)
+    if n >= len(ports) or len(sockets) != len(ports):
+        pytest.fail(f"{PER_WORKER}: pytest worker {worker} has no MariaDB of its own ({SERVICES_ENV} lists "
+                    f"ports {ports}): start more with LAKECONNECT_MARIADB_INSTANCES or run fewer workers",
+                    pytrace=False)
+    port, first = ports[n], env["LAKECONNECT_TEST_MARIADB_PORT"]
+    out = dict(env, LAKECONNECT_TEST_MARIADB_PORT=port, LAKECONNECT_TEST_MARIADB_SOCKET=sockets[n])
+    for key in ("LAKECONNECT_TEST_MARIADB_URL", "LAKECONNECT_TEST_MARIADB_JDBC"):
+        out[key] = env[key].replace(f"127.0.0.1:{first}/", f"127.0.0.1:{port}/")
+    return out
+
+
 @pytest.fixture(scope="session")
 def services() -> dict[str, str]:
     """All LAKECONNECT_TEST_* addresses from .services/services.env, after checking each service answers."""
     if not SERVICES_ENV.is_file():
         pytest.fail(f"{NOT_RUNNING} ({SERVICES_ENV} is missing)", pytrace=False)
     env = read_env_file(SERVICES_ENV)
+    if os.environ.get(PER_WORKER):
+        env = _worker_mariadb(env)
     missing = [k for k in REQUIRED_KEYS if not env.get(k)]
     if missing:
         pytest.fail(f"{NOT_RUNNING} ({SERVICES_ENV} lacks {', '.join(missing)})", pytrace=False)

@@ -4,9 +4,12 @@
 # 1. every test but the MySQL CDC ones, on two pytest workers at once (pytest-xdist, `--dist worksteal`):
 #    most of the suite's time is crash tests that start one Spark process after another, and two of them
 #    overlap well on two cores. LAKECONNECT_TEST_WORKERS sets the number (0: in this process).
-# 2. the tests marked `serial` (tests/conftest.py), in one process: the MySQL CDC tests, as each batch
-#    reads the private MariaDB's binlog up to its end and some restart the server or purge its binlogs, so
-#    no other test may write to it meanwhile.
+# 2. the tests marked `serial` (tests/conftest.py): the MySQL CDC tests, as each batch reads the private
+#    MariaDB's binlog up to its end and some restart the server or purge its binlogs, so no other test may
+#    write to it meanwhile. They too run on two workers, each with a MariaDB of its own (up.sh starts
+#    $LAKECONNECT_MARIADB_INSTANCES of them, default 2; tests/services/fixtures.py hands worker gwN the
+#    N+1th): a CDC test's crash runs leave about half the two cores idle, waiting on the server and on
+#    starting processes. LAKECONNECT_TEST_SERIAL_WORKERS sets the number (0: in this process, on the first).
 #
 # Arguments go to both runs (paths, -k, -x, --lf ...). Both parts run even when the first fails; the exit
 # status is the first failure's. A part with no test selected (pytest's status 5) counts as passed.
@@ -14,11 +17,12 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 workers="${LAKECONNECT_TEST_WORKERS:-2}"
+serial_workers="${LAKECONNECT_TEST_SERIAL_WORKERS:-2}"
 status=0
 .venv/bin/python -m pytest -n "$workers" --dist worksteal -m "not serial" "$@"
 first=$?
 [ "$first" -eq 5 ] && first=0
-.venv/bin/python -m pytest -m serial "$@"
+LAKECONNECT_TEST_MARIADB_PER_WORKER=1 .venv/bin/python -m pytest -n "$serial_workers" --dist worksteal -m serial "$@"
 second=$?
 [ "$second" -eq 5 ] && second=0
 [ "$first" -ne 0 ] && status=$first || status=$second

@@ -65,6 +65,32 @@ def test_mariadb_binlog_is_row_full_and_readable(mariadb_url):
         conn.close()
 
 
+def test_each_cdc_worker_gets_a_mariadb_of_its_own(monkeypatch):
+    """The CDC tests' pytest workers (tests/services/pytest.sh) each get their own binlog server: gw0 the
+    first instance, gw1 the second, both answering with binary logging on, on different ports."""
+    import pymysql
+
+    from tests.services.fixtures import SERVICES_ENV, _worker_mariadb, read_env_file
+
+    env = read_env_file(SERVICES_ENV)
+    seen = []
+    for worker in ("gw0", "gw1"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        mine = _worker_mariadb(env)
+        settings = _mariadb_settings(mine["LAKECONNECT_TEST_MARIADB_URL"])
+        assert settings["port"] == int(mine["LAKECONNECT_TEST_MARIADB_PORT"])
+        assert mine["LAKECONNECT_TEST_MARIADB_JDBC"].startswith(f"jdbc:mysql://127.0.0.1:{settings['port']}/")
+        conn = pymysql.connect(**settings, autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@port, @@log_bin, @@datadir")
+                seen.append(cur.fetchone())
+        finally:
+            conn.close()
+    assert seen[0][0] == int(env["LAKECONNECT_TEST_MARIADB_PORT"]) and seen[1][0] != seen[0][0]
+    assert seen[0][1] == seen[1][1] == 1 and seen[0][2] != seen[1][2]
+
+
 # --- PostgreSQL -----------------------------------------------------------------------------------------
 
 def test_postgres_answers(postgres_url):

@@ -3,6 +3,9 @@
 #
 #   mariadb   a PRIVATE MariaDB with ROW binary logging: datadir/socket/pid/logs under .services/mariadb/,
 #             port $LAKECONNECT_MARIADB_PORT (default 3316); root without password; database lakeconnect_test.
+#   mariadb2  a second one like it (.services/mariadb2/, the next port, 3317), so that the MySQL CDC tests
+#             can run on two pytest workers with a binlog each (tests/services/pytest.sh).
+#             $LAKECONNECT_MARIADB_INSTANCES sets how many there are (default 2).
 #             (The machine's own MariaDB on 3306 is never touched.)
 #   postgres  the machine's PostgreSQL on 127.0.0.1:$LAKECONNECT_POSTGRES_PORT (default 5432), started
 #             with pg_ctlcluster if it does not answer; database lakeconnect_test. If password-less
@@ -29,6 +32,7 @@ PY="$ROOT/.venv/bin/python"
 WAIT="${LAKECONNECT_SERVICES_WAIT:-60}"
 
 MARIADB_PORT="${LAKECONNECT_MARIADB_PORT:-3316}"
+MARIADB_INSTANCES="${LAKECONNECT_MARIADB_INSTANCES:-2}"
 PG_PORT="${LAKECONNECT_POSTGRES_PORT:-5432}"
 S3_PORT="${LAKECONNECT_S3_PORT:-5055}"
 KAFKA_BROKERS="${LAKECONNECT_KAFKA_BROKERS:-3}"
@@ -70,26 +74,37 @@ pid_of() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # ---------------------------------------------------------------------------------------------------
-# MariaDB (private, binlog)
-MDB_DIR="$SVC/mariadb"
-MDB_DATA="$MDB_DIR/data"
-MDB_SOCK="$MDB_DIR/mariadb.sock"
-if ((${#MDB_SOCK} > 100)); then  # unix socket paths are limited to 107 bytes
-    MDB_SOCK="/tmp/lakeconnect-mariadb-$(echo "$MDB_DIR" | sha1sum | cut -c1-12).sock"
-fi
-MDB_PIDF="$MDB_DIR/mariadb.pid"
-MDB_LOG="$MDB_DIR/error.log"
+# MariaDB (private, binlog): instance 1 in .services/mariadb on $MARIADB_PORT, instance k>1 in
+# .services/mariadb<k> on $MARIADB_PORT+k-1. The later ones serve only the CDC tests' second worker.
 MDB_CLIENT="$(command -v mariadb || command -v mysql || true)"
 MARIADBD="$(command -v mariadbd || ls /usr/sbin/mariadbd /usr/sbin/mysqld 2>/dev/null | head -n1 || true)"
 MDB_INSTALL_DB="$(command -v mariadb-install-db || command -v mysql_install_db || true)"
 
-mdb_tcp()  { "$MDB_CLIENT" --no-defaults --protocol=TCP -h 127.0.0.1 -P "$MARIADB_PORT" -u root --connect-timeout=2 -N -B "$@"; }
+mdb_dir() { if (($1 == 1)); then echo "$SVC/mariadb"; else echo "$SVC/mariadb$1"; fi; }
+mdb_socket() {  # unix socket paths are limited to 107 bytes
+    local sock="$1/mariadb.sock"
+    ((${#sock} > 100)) && sock="/tmp/lakeconnect-mariadb-$(echo "$1" | sha1sum | cut -c1-12).sock"
+    echo "$sock"
+}
+# Set by start_mariadb for the instance it starts; the helpers below read them.
+MDB_SOCK=""
+MDB_PORT=""
+mdb_tcp()  { "$MDB_CLIENT" --no-defaults --protocol=TCP -h 127.0.0.1 -P "$MDB_PORT" -u root --connect-timeout=2 -N -B "$@"; }
 mdb_sock() { "$MDB_CLIENT" --no-defaults --socket="$MDB_SOCK" -u root --connect-timeout=2 -N -B "$@"; }
 
+# start_mariadb K: instance K (1, 2, ...).
 start_mariadb() {
-    local pid user_opt=() t0=$(now_us) started=""
+    local k="$1" pid user_opt=() t0=$(now_us) started="" name="mariadb"
+    ((k > 1)) && name="mariadb$k"
+    local MDB_DIR MDB_DATA MDB_PIDF MDB_LOG MARIADB_PORT=$((MARIADB_PORT + k - 1))
+    MDB_DIR="$(mdb_dir "$k")"
+    MDB_DATA="$MDB_DIR/data"
+    MDB_PIDF="$MDB_DIR/mariadb.pid"
+    MDB_LOG="$MDB_DIR/error.log"
+    MDB_SOCK="$(mdb_socket "$MDB_DIR")"
+    MDB_PORT="$MARIADB_PORT"
     if [[ -z "$MDB_CLIENT" || -z "$MARIADBD" || -z "$MDB_INSTALL_DB" ]]; then
-        fail mariadb "mariadbd / mariadb-install-db / mariadb client not found: run \`make setup\`"
+        fail "$name" "mariadbd / mariadb-install-db / mariadb client not found: run \`make setup\`"
         return 1
     fi
     [[ "$(id -u)" -eq 0 ]] && user_opt=(--user=root)
@@ -97,11 +112,11 @@ start_mariadb() {
 
     if ! pid="$(pid_of "$MDB_PIDF" "--datadir=$MDB_DATA" "--port=$MARIADB_PORT ")"; then
         if pid="$(pid_of "$MDB_PIDF" "--datadir=$MDB_DATA")"; then
-            fail mariadb "pid $pid runs on another port than $MARIADB_PORT: run tests/services/down.sh first"
+            fail "$name" "pid $pid runs on another port than $MARIADB_PORT: run tests/services/down.sh first"
             return 1
         fi
         if port_open "$MARIADB_PORT"; then
-            fail mariadb "port $MARIADB_PORT is already used by another process (set LAKECONNECT_MARIADB_PORT)"
+            fail "$name" "port $MARIADB_PORT is already used by another process (set LAKECONNECT_MARIADB_PORT)"
             return 1
         fi
         rm -f "$MDB_PIDF" "$MDB_SOCK" "$MDB_SOCK.lock"
@@ -110,7 +125,7 @@ start_mariadb() {
             if ! "$MDB_INSTALL_DB" --no-defaults "${user_opt[@]}" --datadir="$MDB_DATA.init" \
                     --auth-root-authentication-method=normal --skip-test-db \
                     >"$MDB_DIR/install-db.log" 2>&1; then
-                fail mariadb "mariadb-install-db failed"
+                fail "$name" "mariadb-install-db failed"
                 tail_log "$MDB_DIR/install-db.log"
                 return 1
             fi
@@ -131,12 +146,12 @@ start_mariadb() {
     local deadline=$((SECONDS + WAIT))
     until mdb_sock -e 'SELECT 1' >/dev/null 2>&1 || mdb_tcp -e 'SELECT 1' >/dev/null 2>&1; do
         if ! kill -0 "$pid" 2>/dev/null; then
-            fail mariadb "mariadbd (pid $pid) exited during start-up"
+            fail "$name" "mariadbd (pid $pid) exited during start-up"
             tail_log "$MDB_LOG"
             return 1
         fi
         if ((SECONDS >= deadline)); then
-            fail mariadb "mariadbd (pid $pid) did not answer SELECT 1 within ${WAIT}s"
+            fail "$name" "mariadbd (pid $pid) did not answer SELECT 1 within ${WAIT}s"
             tail_log "$MDB_LOG"
             [[ -n "$started" ]] && kill "$pid" 2>/dev/null
             return 1
@@ -151,18 +166,18 @@ start_mariadb() {
                      GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
                      FLUSH PRIVILEGES;" >/dev/null 2>&1
         if ! mdb_tcp -e 'SELECT 1' >/dev/null 2>&1; then
-            fail mariadb "root@127.0.0.1 without password cannot connect over TCP on port $MARIADB_PORT"
+            fail "$name" "root@127.0.0.1 without password cannot connect over TCP on port $MARIADB_PORT"
             return 1
         fi
     fi
-    mdb_tcp -e "CREATE DATABASE IF NOT EXISTS $DB" || { fail mariadb "CREATE DATABASE $DB failed"; return 1; }
+    mdb_tcp -e "CREATE DATABASE IF NOT EXISTS $DB" || { fail "$name" "CREATE DATABASE $DB failed"; return 1; }
     local log_bin
     log_bin="$(mdb_tcp -e "SELECT @@log_bin" 2>/dev/null)"
     if [[ "$log_bin" != 1 ]]; then
-        fail mariadb "log_bin is not ON (got '$log_bin')"
+        fail "$name" "log_bin is not ON (got '$log_bin')"
         return 1
     fi
-    ok mariadb "127.0.0.1:$MARIADB_PORT pid $pid, log_bin=ON binlog_format=ROW$started"
+    ok "$name" "127.0.0.1:$MARIADB_PORT pid $pid, log_bin=ON binlog_format=ROW$started"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -347,7 +362,9 @@ start_kafka() {
 }
 
 # ---------------------------------------------------------------------------------------------------
-start_mariadb
+for ((k = 1; k <= MARIADB_INSTANCES; k++)); do
+    start_mariadb "$k"
+done
 start_postgres
 start_moto
 start_kafka
@@ -370,7 +387,9 @@ LAKECONNECT_TEST_MARIADB_PORT=$MARIADB_PORT
 LAKECONNECT_TEST_MARIADB_USER=root
 LAKECONNECT_TEST_MARIADB_PASSWORD=
 LAKECONNECT_TEST_MARIADB_DATABASE=$DB
-LAKECONNECT_TEST_MARIADB_SOCKET=$MDB_SOCK
+LAKECONNECT_TEST_MARIADB_SOCKET=$(mdb_socket "$(mdb_dir 1)")
+LAKECONNECT_TEST_MARIADB_PORTS=$(for ((k = 1; k <= MARIADB_INSTANCES; k++)); do printf '%s ' $((MARIADB_PORT + k - 1)); done)
+LAKECONNECT_TEST_MARIADB_SOCKETS=$(for ((k = 1; k <= MARIADB_INSTANCES; k++)); do printf '%s ' "$(mdb_socket "$(mdb_dir "$k")")"; done)
 LAKECONNECT_TEST_POSTGRES_URL=postgresql+psycopg://$pg_auth@127.0.0.1:$PG_PORT/$DB
 LAKECONNECT_TEST_POSTGRES_JDBC=jdbc:postgresql://127.0.0.1:$PG_PORT/$DB
 LAKECONNECT_TEST_POSTGRES_HOST=127.0.0.1
