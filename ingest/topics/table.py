@@ -121,12 +121,36 @@ def _position_function() -> bool:
     return spark is not None and java_function(spark, POSITION_FUNCTION, POSITION_CLASS, LongType(), deterministic=False)
 
 
+# Physical operators whose output has at least as many partitions as any of their children (a union the sum
+# of its children's): when a plan holds only these, a leaf of several partitions means several.
+_NARROW = frozenset({
+    "WholeStageCodegenExec", "InputAdapter", "ProjectExec", "FilterExec", "GenerateExec", "UnionExec",
+    "ColumnarToRowExec", "RowToColumnarExec", "SortExec", "ExpandExec", "InMemoryTableScanExec",
+    "BatchScanExec", "FileSourceScanExec", "RDDScanExec", "LocalTableScanExec", "RangeExec", "SerializeFromObjectExec",
+    "DeserializeToObjectExec", "PythonMapInArrowExec", "MapInArrowExec",
+    "MapInPandasExec", "ArrowEvalPythonExec", "BatchEvalPythonExec",
+})
+
+
 def _one_spark_partition(df: DataFrame) -> bool:
     """Whether Spark plans `df` as one partition. Planning only: a plan with an exchange (adaptive, whose
-    partitions are only known once its stages have run) counts as several."""
+    partitions are only known once its stages have run) counts as several. A plan of narrow operators over
+    a leaf of several partitions is answered from its leaves; otherwise the plan is prepared for running
+    (its stages' generated code compiled), which for a large projection costs a few hundred ms."""
     try:
         plan = df._jdf.queryExecution().executedPlan()
         if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+            return False
+        nodes, leaves, narrow = [plan], 0, True
+        while nodes and narrow:
+            node = nodes.pop()
+            narrow = node.getClass().getSimpleName() in _NARROW
+            children = node.children()
+            if children.isEmpty():
+                leaves += node.execute().getNumPartitions()
+            else:
+                nodes.extend(children.apply(i) for i in range(children.size()))
+        if narrow and leaves > 1:
             return False
         return plan.execute().getNumPartitions() == 1
     except (Py4JError, PySparkException):

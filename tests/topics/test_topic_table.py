@@ -321,6 +321,45 @@ def test_offsets_follow_seq_whichever_way_they_are_numbered(spark, tmp_path, mon
     assert _numbered_rows(t) == _expected([(f"key-{s % 17}".encode(), s) for s in seqs + more], 3)
 
 
+def test_one_spark_partition_is_answered_from_the_plan_as_spark_runs_it(spark):
+    """Whether a batch is one Spark partition (numbered by one task without a count) agrees with the RDD
+    Spark runs, for narrow plans over one or several partitions, a cached batch, a union and a coalesce; a
+    global sort (an exchange) counts as several. A narrow plan over several partitions is answered from its
+    leaves, before any of its generated code is compiled."""
+    from pyspark.sql import functions as F
+
+    from ingest.topics import table as T
+
+    cached = spark.range(0, 100, 1, 3).persist()
+    cached.count()
+    wide = [(F.col("id") + i).alias(f"c{i}") for i in range(5)]
+    plans = {  # name: (plan, one partition?)
+        "narrow over 4": (spark.range(0, 100, 1, 4).select(*wide).filter("c1 > 3"), False),
+        "narrow over 1": (spark.range(0, 100, 1, 1).select(*wide).filter("c1 > 3"), True),
+        "cached, exploded": (cached.select("id", F.posexplode(F.array(F.lit(1), F.lit(2)))), False),
+        "union of 1 and 2": (spark.range(0, 10, 1, 1).union(spark.range(0, 10, 1, 2)), False),
+        "coalesced": (spark.range(0, 100, 1, 4).select(*wide).coalesce(1), True),
+        "sorted within one": (spark.range(0, 100, 1, 1).sortWithinPartitions(F.col("id").desc()), True),
+    }
+    try:
+        for name, (df, one) in plans.items():
+            assert T._one_spark_partition(df) is one, name
+            assert (df.rdd.getNumPartitions() == 1) is one, name
+        # An exchange (adaptive: its partitions are known once it has run) counts as several.
+        assert T._one_spark_partition(spark.range(0, 100, 1, 4).orderBy(F.col("id").desc())) is False
+        # The shortcut: a narrow plan over 4 partitions is answered without compiling its generated code
+        # (Spark counts compilations; a unique expression keeps Spark's code cache from answering instead).
+        compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+        df = spark.range(0, 100, 1, 4).select(*wide, (F.col("id") * 7919 + 104729).alias("unique"))
+        before = compiled.getCount()
+        assert T._one_spark_partition(df) is False
+        assert compiled.getCount() == before
+        df._jdf.queryExecution().executedPlan().execute()  # what the answer otherwise costs
+        assert compiled.getCount() > before
+    finally:
+        cached.unpersist()
+
+
 @pytest.mark.parametrize("change", [-1, +1], ids=["a_record_more", "a_record_less"])
 def test_a_batch_that_changes_between_count_and_write_is_numbered_again_in_order(spark, tmp_path, monkeypatch, change):
     """The parallel write recomputes the batch after counting it; a source that then reads other records
