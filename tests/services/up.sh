@@ -170,7 +170,11 @@ start_mariadb() {
             return 1
         fi
     fi
-    mdb_tcp -e "CREATE DATABASE IF NOT EXISTS $DB" || { fail "$name" "CREATE DATABASE $DB failed"; return 1; }
+    # Only when it is missing: a CREATE DATABASE IF NOT EXISTS is written to the binlog even when the database
+    # exists, and a CDC test on the other worker (test_resume runs this script) would read it as its own.
+    if [[ "$(mdb_tcp -e "SELECT 1 FROM information_schema.schemata WHERE schema_name = '$DB'")" != 1 ]]; then
+        mdb_tcp -e "CREATE DATABASE $DB" || { fail "$name" "CREATE DATABASE $DB failed"; return 1; }
+    fi
     local log_bin
     log_bin="$(mdb_tcp -e "SELECT @@log_bin" 2>/dev/null)"
     if [[ "$log_bin" != 1 ]]; then
