@@ -121,8 +121,10 @@ def _position_function() -> bool:
     return spark is not None and java_function(spark, POSITION_FUNCTION, POSITION_CLASS, LongType(), deterministic=False)
 
 
-# Physical operators whose output has at least as many partitions as any of their children (a union the sum
-# of its children's): when a plan holds only these, a leaf of several partitions means several.
+# Physical operators whose output has at least as many partitions as any of their children (a union usually
+# the sum of its children's). A plan of only these whose leaves hold several partitions in all is taken as
+# several: at worst (a union Spark merges by a shared partitioner) a one-task batch is counted first, which
+# is slower but numbers it the same.
 _NARROW = frozenset({
     "WholeStageCodegenExec", "InputAdapter", "ProjectExec", "FilterExec", "GenerateExec", "UnionExec",
     "ColumnarToRowExec", "RowToColumnarExec", "SortExec", "ExpandExec", "InMemoryTableScanExec",
