@@ -17,7 +17,6 @@ checked literals; table and column names are always quoted.
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import time
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from collections.abc import Callable, Mapping
@@ -41,7 +40,7 @@ from connectors.jdbc.source import task_tables
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import ConfigError, FatalError, Problem
 from ingest.jvm import batch_constant
-from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
+from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch, counted_in_background
 from ingest.records.schema import DATE as DATE_LOGICAL
 from ingest.records.schema import TIME as TIME_LOGICAL
 from ingest.records.schema import TIMESTAMP as TIMESTAMP_LOGICAL
@@ -587,7 +586,7 @@ class JdbcSourceTask(SourceTask):
                 row = conn.execute(query).first()
             return (*(int(c) for c in row), None)
 
-        return _in_background(count)
+        return counted_in_background(count)
 
     def _upto(self, info: TableInfo, end: Mapping[str, Any]) -> tuple[str, dict]:
         inc = self.q(info.incrementing) if info.incrementing else None
@@ -665,28 +664,6 @@ class JdbcSourceTask(SourceTask):
     @staticmethod
     def q_spark(name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
-
-
-def _in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """`fn` started now in a daemon thread; the function returned waits for its result. Where that run
-    failed, each call runs `fn` again itself (a retried write gets a fresh try, and the error of its own)."""
-    done, out = threading.Event(), {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn()
-        except Exception:  # noqa: BLE001 - whoever waits tries again, and gets the error of that try
-            out["failed"] = True
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="lakeconnect-jdbc-count", daemon=True).start()
-
-    def result() -> Any:
-        done.wait()
-        return fn() if out.get("failed") else out["value"]
-
-    return result
 
 
 def _seq_column(mode: str, info: TableInfo) -> str | None:

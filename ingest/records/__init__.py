@@ -16,6 +16,7 @@ Sink-side batches also carry `offset` (long) and `timestamp_type` (string) read 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -148,6 +149,32 @@ class RecordBatch:
         from pyspark.sql import functions as F
 
         return self.fail(F.lit(True), message, exception=exception, stage=stage, executing_class=executing_class)
+
+
+def counted_in_background(count: Callable[[], Sequence[int | None]]) -> Callable[[], Sequence[int | None]]:
+    """`count` (a source's `RecordBatch.counts`) started now in a daemon thread, beside the batch's conversion
+    and the write's planning, which it would otherwise hold up; the function returned waits for its result.
+    Where that run failed, each call runs `count` again itself (a retried write gets a fresh try, and the
+    error of its own). Its `wait()` only waits for the background run to end (a source that frees what the
+    count reads calls it first: the count may be unused, its batch's counts dropped by a transform)."""
+    done, out = threading.Event(), {}
+
+    def run() -> None:
+        try:
+            out["value"] = count()
+        except Exception:  # noqa: BLE001 - whoever waits tries again, and gets the error of that try
+            out["failed"] = True
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="lakeconnect-count", daemon=True).start()
+
+    def result() -> Sequence[int | None]:
+        done.wait()
+        return count() if out.get("failed") else out["value"]
+
+    result.wait = done.wait  # type: ignore[attr-defined]
+    return result
 
 
 def error_struct(stage: str, executing_class: str | None, exception: str, message: Column) -> Column:

@@ -1,4 +1,5 @@
-"""The JDBC source's range count runs in the background from the read on; a write waits for it."""
+"""A source's count of its records (the JDBC range count, the CDC events' count) runs in the background from
+the read on; a write waits for it."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import threading
 
 import pytest
 
-import connectors.jdbc.source  # noqa: F401  (the task module is imported through it)
-from connectors.jdbc.task import _in_background
+from ingest.records import counted_in_background
 
 
 def test_the_result_is_waited_for():
@@ -17,7 +17,7 @@ def test_the_result_is_waited_for():
         release.wait(5)
         return (3, None)
 
-    result = _in_background(count)
+    result = counted_in_background(count)
     release.set()
     assert result() == (3, None)
     assert result() == (3, None)
@@ -32,7 +32,7 @@ def test_a_failed_count_is_tried_again_by_the_caller_and_its_own_error_raised():
             raise ConnectionError(f"try {len(calls)} refused")
         return (5, None)
 
-    result = _in_background(count)
+    result = counted_in_background(count)
     with pytest.raises(ConnectionError, match="try 2 refused"):
         result()  # the background try failed; this one too, with its own error
     assert result() == (5, None)  # a retried write gets a fresh try
