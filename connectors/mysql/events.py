@@ -162,8 +162,9 @@ class TableEvents:
         return F.struct(*[self.layout.columns[i].spark_value(texts[i]).alias(self.layout.columns[i].name)
                           for i in self.key_positions])
 
-    def records(self, rows: DataFrame, ts_ms: int, prefix_name: str) -> RecordBatch:
-        """`rows` (ROW_COLUMNS) as records; `ts_ms` is the events' processing time (the batch's plan time)."""
+    def _codes(self) -> tuple[SparkColumn, SparkColumn]:
+        """(whether a row event changes its key, the codes of the records it makes: a delete its DELETE and
+        TOMBSTONE (when enabled), a key change those and a CREATE, any other event one record)."""
         before, after = F.col("before"), F.col("after")
         if self.key_positions:
             old = F.array(*[before[i] for i in self.key_positions])
@@ -177,6 +178,19 @@ class TableEvents:
                  .when(F.col("op") == "d", F.array(*gone))
                  .when(key_changed, F.array(*gone, F.lit(CREATE)))
                  .otherwise(F.array(F.lit(UPDATE))))
+        return key_changed, codes
+
+    def counts(self, rows: DataFrame, partitions: int) -> list[int]:
+        """The records `records` makes of `rows` in each of its `partitions` Spark partitions
+        (`RecordBatch.counts`): a pass over the row events' ops and keys only, no envelope built."""
+        _, codes = self._codes()
+        found = dict(rows.groupBy(F.spark_partition_id().alias("p")).agg(F.sum(F.size(codes))).collect())
+        return [int(found.get(p) or 0) for p in range(partitions)]
+
+    def records(self, rows: DataFrame, ts_ms: int, prefix_name: str) -> RecordBatch:
+        """`rows` (ROW_COLUMNS) as records; `ts_ms` is the events' processing time (the batch's plan time)."""
+        before, after = F.col("before"), F.col("after")
+        key_changed, codes = self._codes()
         exploded = rows.select("*", F.posexplode(codes).alias("__sub", "__code"))
         code = F.col("__code")
         source = F.struct(

@@ -24,6 +24,7 @@ import os
 import shutil
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from pyspark import StorageLevel
@@ -50,7 +51,7 @@ from connectors.mysql.types import from_catalog
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import FatalError, LakeConnectError
 from ingest.jvm import batch_constant
-from ingest.records import RecordBatch
+from ingest.records import RecordBatch, counted_in_background
 from ingest.state.tables import canonical_json
 
 SNAPSHOT = "snapshot"
@@ -69,6 +70,7 @@ class MySqlSourceTask(SourceTask):
         self._conn = None
         self._checked = False
         self._persisted: list[DataFrame] = []
+        self._counting: list = []  # the batch's background counts (counted_in_background)
 
     # --- connection --------------------------------------------------------------------------------
 
@@ -92,9 +94,11 @@ class MySqlSourceTask(SourceTask):
         return self._conn.cursor()
 
     def close(self) -> None:
+        for counting in self._counting:  # still reading what is about to be freed (when its count went unused)
+            counting.wait()
         for df in self._persisted:
             df.unpersist()
-        self._persisted = []
+        self._persisted, self._counting = [], []
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -483,7 +487,7 @@ class MySqlSourceTask(SourceTask):
             "tm", "db", "tbl", "seq", "op", "before", "after", (F.col("ts_sec") * 1000).alias("src_ts_ms"),
             F.lit(None).cast("string").alias("snap"), "file", "pos", "row", "server_id", "gtid", "thread", "query")
         batches = []
-        seen = set()
+        seen, counted = set(), None
         for m in maps:
             if m["tm"] in seen:
                 continue
@@ -493,9 +497,9 @@ class MySqlSourceTask(SourceTask):
                 self._record_signals(rows.filter(F.col("tm") == m["tm"]), layout, plan.ranges[0].end)
             if not self.filter.captures(layout.db, layout.table):
                 continue
-            events = self._events(layout)
-            batches.append(events.records(rows.filter(F.col("tm") == m["tm"]).drop("tm", "db", "tbl"), ts_ms,
-                                          self.prefix))
+            events, table_rows = self._events(layout), rows.filter(F.col("tm") == m["tm"]).drop("tm", "db", "tbl")
+            batches.append(events.records(table_rows, ts_ms, self.prefix))
+            counted = (events, table_rows)
         if d.get("incremental"):
             batches.append(self._chunk_records(d["incremental"], rows, plan, len(d["segments"])))
         if self.config[C.INCLUDE_SCHEMA_CHANGES]:
@@ -508,6 +512,13 @@ class MySqlSourceTask(SourceTask):
                 batches.append(schema_changes(ddl, self.prefix, ts_ms))
         if d.get("heartbeat", int(self.config[C.HEARTBEAT_INTERVAL_MS]) > 0):  # plans made before it was planned
             batches.append(self._heartbeat(plan))
+        if len(batches) == 1 and counted is not None and len(d["segments"]) > 1:
+            # One table's events over several binlog files: counted per file (a pass over ops and keys of the
+            # decoded range, already in memory), the topic numbers each file's records in parallel.
+            events, table_rows = counted
+            counts = counted_in_background(lambda: events.counts(table_rows, len(d["segments"])))
+            self._counting.append(counts)
+            batches[0] = replace(batches[0], counts=counts)
         return batches
 
     def _table_changes(self, ddl_rows: list, emitted: set[int], maps: list) -> dict[int, str]:
