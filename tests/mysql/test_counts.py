@@ -14,7 +14,7 @@ from connectors.mysql.events import ROW_COLUMNS, Layout, Shaping, TableEvents
 from connectors.mysql.types import Column
 
 LAYOUT = Layout("inv", "t", (Column("id", "int", nullable=False), Column("v", "varchar")), (0,))
-ROWS = [  # three binlog files' row events, in binlog order
+ROWS = [  # four binlog files' row events of the table, in binlog order
     [("c", None, ["1", "a"]), ("u", ["1", "a"], ["1", "b"]), ("d", ["1", "b"], None)],
     [("u", ["2", "x"], ["20", "x"]), ("c", None, ["3", "c"])],  # a key change
     [],  # a file with only other tables' events

@@ -37,3 +37,18 @@ def test_a_failed_count_is_tried_again_by_the_caller_and_its_own_error_raised():
         result()  # the background try failed; this one too, with its own error
     assert result() == (5, None)  # a retried write gets a fresh try
     assert len(calls) == 3
+
+
+def test_wait_only_waits_for_the_background_run_and_never_counts_again():
+    release, calls = threading.Event(), []
+
+    def count():
+        calls.append(1)
+        release.wait(5)
+        raise ConnectionError("refused")
+
+    result = counted_in_background(count)
+    assert not result.wait(0.05)  # still running
+    release.set()
+    assert result.wait(5)  # ended (failed), and nothing was tried again
+    assert len(calls) == 1
