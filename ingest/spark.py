@@ -181,3 +181,33 @@ def stop_spark() -> None:
         _session = None
         if session is not None:
             session.stop()
+
+
+def session_key(spark: SparkSession) -> tuple[int, str]:
+    """Identifies one Spark session of this process (its JVM gateway and the session's object there): what
+    was made in the JVM for a session (a registered function, a column expression) holds while it does."""
+    return id(spark.sparkContext._gateway), spark._jsparkSession._target_id
+
+
+class SessionCache:
+    """Values built for a Spark session, kept for its later batches. Building a column expression costs a
+    Py4J round trip per node (a JSON envelope's or a topic's staging columns: 30 to 80 ms a batch); the
+    same expression is valid for every query of the session, so a connector's next batch takes it from
+    here. Keys must hold everything the value depends on; the oldest of `size` entries goes first."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._values: dict[tuple, object] = {}
+        self._lock = threading.Lock()
+
+    def get(self, spark: SparkSession, key: tuple, build):
+        full = (session_key(spark), *key)
+        with self._lock:
+            if full in self._values:
+                return self._values[full]
+        value = build()
+        with self._lock:
+            self._values[full] = value
+            while len(self._values) > self.size:
+                del self._values[next(iter(self._values))]
+        return value

@@ -27,6 +27,9 @@ JAR = HERE / "lakeconnect-jvm.jar"
 SOURCES = HERE / "src"
 
 _unavailable: set[tuple[str, str]] = set()
+# (session, function name) known to be registered: asking the catalog is a JVM round trip (2 to 4 ms), several
+# times a batch. A session's temporary functions stay until it stops.
+_known: set[tuple[tuple[int, str], str]] = set()
 
 
 def sources() -> list[Path]:
@@ -137,13 +140,20 @@ def _instance(spark: SparkSession, class_name: str):
 
 
 def _registered(spark: SparkSession, name: str, class_name: str, register) -> bool:
+    from ingest.spark import session_key
+
+    known = (session_key(spark), name)
+    if known in _known:
+        return True
     if spark.catalog.functionExists(name):
+        _known.add(known)
         return True
     app = spark.sparkContext.applicationId
     if (app, class_name) in _unavailable:
         return False
     try:
         register()
+        _known.add(known)
         return True
     except Exception as e:  # noqa: BLE001 - any failure to load means: use the Python implementation
         log.info("%s is not on this Spark session's class path (%s); using the Python implementation. "
