@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -17,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.delta import append_arrow, read_arrow
-from ingest.delta._table import normalize_uri, open_table
+from ingest.delta._table import is_local, normalize_uri, open_table
 from ingest.errors import DataError, RetriableError, StateError
 from ingest.topics._lock import lake_lock
 
@@ -32,6 +34,9 @@ REGISTRY_SCHEMA = pa.schema(
     ]
 )
 REGISTER_ATTEMPTS = 5
+# uri -> (identity of its first commit, known ids, schemas by id): local registries as this process knows them
+_SHARED: dict[str, tuple[tuple[int, int, int], dict, dict]] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,27 @@ class SchemaRegistry:
         # (subject, fingerprint) -> id: a registration is never undone, so once seen it holds. A batch of a
         # 1,000-table source registers 2,000 subjects; each would otherwise read the whole registry.
         self._known: dict[tuple[str, str], int] = {}
+        self._identity: tuple[int, int, int] | None = None
+
+    def _share(self) -> None:
+        """Use what this process learnt of the same local registry before (a connector's earlier batches each
+        make a registry of their own: reading the table again cost 20-25 ms a batch). A registry deleted and
+        created again is another one: its first commit is another file."""
+        if self._identity is not None or not is_local(self.uri):
+            return
+        try:
+            st = os.stat(os.path.join(self.uri, "_delta_log", f"{0:020d}.json"))
+        except OSError:  # no registry yet, or its first commits were cleaned up: nothing to share
+            return
+        self._identity = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with _SHARED_LOCK:
+            shared = _SHARED.get(self.uri)
+            if shared is None or shared[0] != self._identity:
+                shared = _SHARED[self.uri] = (self._identity, self._known, self._by_id)
+        _, known, by_id = shared
+        known.update(self._known)
+        by_id.update(self._by_id)
+        self._known, self._by_id = known, by_id
 
     def _rows(self) -> tuple[pa.Table, int | None]:
         dt = open_table(self.uri, self.storage_options)
@@ -82,6 +108,7 @@ class SchemaRegistry:
             if not subject:
                 raise ValueError("subject must be a non-empty string")
             fps.append((subject, fingerprint(schema_json)))
+        self._share()
         if all(k in self._known for k in fps):
             return [self._known[k] for k in fps]
         text = {k: schema_json for k, (_, schema_json) in zip(fps, items)}
@@ -118,6 +145,7 @@ class SchemaRegistry:
                     for row in new:
                         self._by_id[row["id"]] = row["schema"]
                         self._known[(row["subject"], row["fingerprint"])] = row["id"]
+                    self._share()  # the first registration made the table: share what this one knows from now on
                 return [self._known[k] for k in fps]
         subjects = sorted({s for s, _ in fps})
         raise RetriableError(f"could not register schemas under {subjects[:3]}{'...' if len(subjects) > 3 else ''} "
@@ -125,6 +153,7 @@ class SchemaRegistry:
 
     def get(self, schema_id: int) -> str:
         """The schema JSON with `schema_id`; StateError if no such id."""
+        self._share()
         cached = self._by_id.get(schema_id)
         if cached is not None:
             return cached

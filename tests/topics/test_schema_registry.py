@@ -79,3 +79,29 @@ def test_register_many_is_one_commit_with_the_ids_one_at_a_time_would_give(tmp_p
     fresh = SchemaRegistry(str(many))
     assert [(s.id, s.version) for s in fresh.versions("a-value")] == [(1, 1), (2, 2)]
     assert [(s.id, s.version) for s in fresh.versions("d-value")] == [(2, 1)]
+
+
+def test_a_later_registry_of_the_same_lake_answers_known_schemas_without_reading_the_table(tmp_path, monkeypatch):
+    first = SchemaRegistry(str(tmp_path))
+    a, b = first.register_many([("orders-value", INT), ("orders-key", STR)])
+    later = SchemaRegistry(str(tmp_path))  # a connector's next batch makes its own
+
+    def unread(self):
+        raise AssertionError("the registry table was read again")
+
+    with monkeypatch.context() as m:
+        m.setattr(SchemaRegistry, "_rows", unread)
+        assert later.register_many([("orders-value", INT_REFORMATTED), ("orders-key", STR)]) == [a, b]
+        assert later.get(b) == STR
+    assert later.register("orders-value", STR) == b  # a new pair reads it, as before
+
+
+def test_a_registry_deleted_and_made_again_is_another_registry(tmp_path):
+    import shutil
+
+    assert SchemaRegistry(str(tmp_path)).register_many([("x-value", INT), ("y-value", STR)]) == [1, 2]
+    shutil.rmtree(tmp_path / "_schemas")
+    again = SchemaRegistry(str(tmp_path))
+    assert again.register("y-value", STR) == 1  # first in the new registry: not id 2 remembered from the old one
+    assert SchemaRegistry(str(tmp_path)).register_many([("y-value", STR), ("x-value", INT)]) == [1, 2]
+    assert SchemaRegistry(str(tmp_path)).get(2) == INT
