@@ -219,6 +219,10 @@ class SinkTask:
         """Release what the task holds."""
 
 
+# In the failure of a query planned by `Converter.from_connect_optimistic`: a record needs `from_connect`.
+DECLINED = "lakeconnect: a record needs the converter's general plan"
+
+
 class Converter(Plugin):
     """Serialises record keys or values at the edge of a job, as column expressions over a batch.
 
@@ -241,6 +245,13 @@ class Converter(Plugin):
     def record_errors(self, df: Any, column: str) -> Any:
         """Why each record of `column` (bytes) cannot be read, as a string column (null when it can);
         None when every input can be read. The runtime uses it to route bad records as `errors.*` say."""
+        return None
+
+    def from_connect_optimistic(self, df: Any, column: str, schema: Any) -> Any:
+        """`from_connect` planned for the usual records only (a smaller query, cheaper for Spark to plan), or
+        None when the converter has no such plan for this column. A record it cannot write exactly as
+        `from_connect` would fails the query with `DECLINED` in its message; the runtime then converts the
+        batch again with `from_connect`, having committed nothing."""
         return None
 
 

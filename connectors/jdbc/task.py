@@ -45,6 +45,7 @@ from ingest.records.schema import DATE as DATE_LOGICAL
 from ingest.records.schema import TIME as TIME_LOGICAL
 from ingest.records.schema import TIMESTAMP as TIMESTAMP_LOGICAL
 from ingest.records.schema import BOOLEAN_SCHEMA, ConnectSchema, from_spark_type, struct
+from ingest.spark import SessionCache
 from ingest.state.tables import canonical_json
 
 INCREMENTING = "incrementing"
@@ -60,6 +61,7 @@ FETCH_SIZE = 10_000
 MIN_SPLIT_SPAN = 20_000
 """A batch whose key range is narrower than this is read in one query: ranges would cost more than they save."""
 _SQLITE_TS = "strftime('%Y-%m-%d %H:%M:%f', {})"
+_VALUES = SessionCache()  # a table's record value expression, per (schema, column types, db.timezone)
 _HEADERS_TYPE = T.ArrayType(T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.StringType())]))
 
 
@@ -623,10 +625,14 @@ class JdbcSourceTask(SourceTask):
         return reader.load()
 
     def _records(self, info: TableInfo, df: DataFrame, timestamp_ms: int) -> RecordBatch:
-        fields = []
-        for f in info.schema.fields:
-            fields.append(_as_connect(F.col(self.q_spark(f.name)), df.schema[f.name].dataType, f.schema,
-                                      self.config[C.DB_TIMEZONE]).alias(f.name))
+        types = df.schema
+        timezone = self.config[C.DB_TIMEZONE]
+        # The value's expression depends on these only: a connector's next batch of the table reuses it.
+        key = ("jdbc-value", info.schema.to_json_text(),
+               tuple(types[f.name].dataType.json() for f in info.schema.fields), timezone)
+        value = _VALUES.get(self.context.spark, key, lambda: F.struct(*[
+            _as_connect(F.col(self.q_spark(f.name)), types[f.name].dataType, f.schema, timezone).alias(f.name)
+            for f in info.schema.fields]))
         # Records go to the topic in the order Confluent's queries give them, each Spark partition sorted
         # (the topic numbers them as they come, and sorts them itself only when they come out of order).
         # By the key, whose values are the seq, when there is one: MariaDB's and SQLite's tables are
@@ -650,7 +656,7 @@ class JdbcSourceTask(SourceTask):
             key_schema, key = self._key(info, df)
         out = ordered.select(
             F.lit(self.topic(info.table)).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
-            key.alias(KEY), F.struct(*fields).alias(VALUE),
+            key.alias(KEY), value.alias(VALUE),
             F.lit(None).cast(_HEADERS_TYPE).alias(HEADERS),
             batch_constant((F.lit(timestamp_ms) / 1000).cast("timestamp")).alias(TIMESTAMP), seq.alias(SEQ))
         return RecordBatch(out, key_schema, info.schema, topics=(self.topic(info.table),))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -21,7 +21,9 @@ from ingest.records import (
 from ingest.runtime.tolerance import (
     HEADER_CONVERTER, KEY_CONVERTER, ORIGIN, TRANSFORMATION, VALUE_CONVERTER, ErrorPolicy, fill_class, guard, mark,
 )
+from ingest.spark import SessionCache
 
+_EXPRESSIONS = SessionCache(64)
 TOPIC_COLUMNS = ("partition", "key", "value", "headers", "timestamp", "seq", "key_schema_id", "value_schema_id")
 
 
@@ -103,28 +105,37 @@ class Pipeline:
 
     # --- converters --------------------------------------------------------------------------------
 
-    def serialise(self, batch: RecordBatch, schema_ids: tuple[Any, Any] = (None, None)) -> DataFrame:
-        """Connect records -> the topic table's byte columns."""
+    def serialise(self, batch: RecordBatch, schema_ids: tuple[Any, Any] = (None, None),
+                  optimistic: bool = False) -> DataFrame:
+        """Connect records -> the topic table's byte columns. `schema_ids`: the key's and the value's schema
+        ids, each a number, None or an int column. `optimistic`: take the converters' plans for the usual
+        records where they have one (`Converter.from_connect_optimistic`): the query then fails with
+        `DECLINED` on a record that needs the general plan."""
         df = batch.df
+        data = {}
         for stage, converter, column, schema in ((KEY_CONVERTER, self.key_converter, KEY, batch.key_schema),
                                                  (VALUE_CONVERTER, self.value_converter, VALUE, batch.value_schema)):
+            data[column] = F.col(column).cast("binary")
             if schema is None and isinstance(df.schema[column].dataType, T.NullType):
                 # No key (or value) at all: every converter writes null for null, and a typed null literal
                 # lets Spark prune what depends on it (the key's partition hash).
-                df = df.withColumn(column, F.lit(None).cast("binary"))
+                data[column] = F.lit(None).cast("binary")
                 continue
             try:
-                df = converter.from_connect(df, column, schema)
+                converted = converter.from_connect_optimistic(df, column, schema) if optimistic else None
+                df = converted if converted is not None else converter.from_connect(df, column, schema)
             except DataError as e:  # the converter cannot write this schema: say which stage, for errors.*
                 e.stage, e.executing_class = stage, plugin_class_name(converter)
                 raise
-        df = df.withColumn(HEADERS, self.header_converter.from_connect_header(F.col(HEADERS)))
-        key_id, value_id = schema_ids
-        return df.select(
-            F.col(TOPIC), F.col(PARTITION).cast("int"), F.col(KEY).cast("binary"), F.col(VALUE).cast("binary"),
-            F.col(HEADERS), F.col(TIMESTAMP).cast("timestamp"), F.col(SEQ).cast("long"),
-            F.lit(key_id).cast("int").alias("key_schema_id"), F.lit(value_id).cast("int").alias("value_schema_id"),
-        )
+        converter = self.header_converter
+        # These columns depend on the header converter and its settings only: built once per Spark session.
+        key = ("serialised", plugin_class_name(converter), repr(sorted(converter.configs.items())))
+        topic, partition, headers, timestamp, seq = _EXPRESSIONS.get(df.sparkSession, key, lambda: (
+            F.col(TOPIC), F.col(PARTITION).cast("int"), converter.from_connect_header(F.col(HEADERS)).alias(HEADERS),
+            F.col(TIMESTAMP).cast("timestamp"), F.col(SEQ).cast("long")))
+        key_id, value_id = (i if isinstance(i, Column) else F.lit(i).cast("int") for i in schema_ids)
+        return df.select(topic, partition, data[KEY].alias(KEY), data[VALUE].alias(VALUE), headers, timestamp, seq,
+                         key_id.alias("key_schema_id"), value_id.alias("value_schema_id"))
 
     def deserialise(self, df: DataFrame) -> tuple[list[RecordBatch], DataFrame | None]:
         """A topic's byte rows (with `topic`) -> Connect record batches, one per (key, value) schema pair,

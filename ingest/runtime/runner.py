@@ -21,7 +21,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from ingest.api import SinkTask, SourcePlan, SourceTask, TopicRange
+from ingest.api import DECLINED, SinkTask, SourcePlan, SourceTask, TopicRange
 from ingest.config.connector import (AUTO_OFFSET_RESET, EARLIEST, LATEST, TOPIC_CREATION_PARTITIONS, TOPICS,
                                      TOPICS_REGEX, ConnectorSetup, topic_creation_configs)
 from ingest.errors import DataError, LakeConnectError, StateError
@@ -78,6 +78,9 @@ class BatchReport:
 # From this many topics in one source batch, the topics whose records are one Spark partition each are
 # written by one Spark job (see ingest/topics/many.py) rather than a job each.
 MANY_TOPICS = 8
+# (connector, task) whose batch a converter's optimistic plan declined in this process: later batches take the
+# general plans at once (the records that needed them are often of a kind the table keeps sending).
+_DECLINED: set[tuple[str, int]] = set()
 MARKERS_FROM = "markers_from"  # in a source batch's plan: where its Kafka transactions' markers start
 RESETS = "resets"  # in a sink batch's plan: the positions auto.offset.reset moved past removed records
 
@@ -178,8 +181,11 @@ class BatchRunner:
         batches = self.pipeline.transform(batches)
         steps.done("transform")
         explained = functools.partial(_explained, task, plan)
-        frames, persisted, topics, failed = explained(lambda: run_guarded(lambda: self._serialise(batches),
-                                                                            self.name, task_id))
+        # The converters' plans for the usual records first, unless one of them declined a record of this connector
+        # before in this process: a batch that declines is converted and written again with the general plans.
+        optimistic = (self.name, task_id) not in _DECLINED
+        frames, persisted, topics, failed = explained(lambda: run_guarded(
+            lambda: self._serialise(batches, optimistic=optimistic), self.name, task_id))
         steps.done("convert")
 
         written_bytes = [0]
@@ -194,14 +200,18 @@ class BatchRunner:
                 by_topic: dict[str, list] = {}
                 for frame, _, frame_topics in frames:
                     for topic in frame_topics:
-                        by_topic.setdefault(topic, []).append(frame)
+                        # A frame of one topic holds only its records: no filter (Spark analyses each one).
+                        by_topic.setdefault(topic, []).append(
+                            frame if len(frame_topics) == 1 else frame.filter(F.col(TOPIC) == topic))
                 # The source's count of the records holds for one frame of one topic, all of it written.
                 counts = frames[0][1] if len(frames) == 1 and len(topics) == 1 and not failed else None
                 tables, parts = {}, {}
                 for topic in sorted(topics):
                     tables[topic] = table = self._topic(topic)
                     table.create(partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True)
-                    parts[topic] = union_all([f.filter(F.col(TOPIC) == topic) for f in by_topic[topic]]).drop(TOPIC)
+                    parts[topic] = union_all(by_topic[topic])
+                    if not isinstance(table, TopicTable):  # a topic table's staging selects its own columns
+                        parts[topic] = parts[topic].drop(TOPIC)
                 results = {}
                 if len(topics) >= MANY_TOPICS and not marks and all(isinstance(t, TopicTable) for t in tables.values()):
                     # Many topics (a source over many tables): one Spark job writes those of small batches. A
@@ -225,7 +235,22 @@ class BatchRunner:
                         written_bytes[0] += result.bytes
             return written
 
-        records = explained(lambda: run_guarded(write, self.name, task_id))
+        def write_or_convert_again() -> int:
+            nonlocal frames, persisted, topics, failed
+            try:
+                return write()
+            except Exception as e:  # Spark's own exception types vary with the session kind
+                if not optimistic or DECLINED not in str(e):
+                    raise
+            # Nothing was committed but topics whose records all took the optimistic plans (the same bytes).
+            self.log.info(f"batch {batch_id}: a record needs a converter's general plan; converting the batch again")
+            _DECLINED.add((self.name, task_id))
+            for p in persisted:
+                p.unpersist()
+            frames, persisted, topics, failed = self._serialise(batches, optimistic=False)
+            return write()
+
+        records = explained(lambda: run_guarded(write_or_convert_again, self.name, task_id))
         failures = sum(log_failed(policy, f, self.name, task_id, sink=False) for f in failed)
         for p in persisted:
             p.unpersist()
@@ -259,7 +284,7 @@ class BatchRunner:
                 f"Restore it, point offset.storage.topic back, or start over on purpose with "
                 f"`lakeconnect connectors stop {self.name}` and `lakeconnect offsets reset {self.name}`")
 
-    def _serialise(self, batches: list[RecordBatch]):
+    def _serialise(self, batches: list[RecordBatch], optimistic: bool = False):
         registry = SchemaRegistry(self.lake_root, storage_options=self.storage_options or None)
         policy = self.pipeline.policy
         persisted, all_topics, failed = [], set(), []
@@ -291,7 +316,7 @@ class BatchRunner:
         frames = []
         for batch, topics, texts in staged:
             try:
-                frame = self._serialise_one(batch, topics, texts, ids)
+                frame = self._serialise_one(batch, topics, texts, ids, optimistic)
             except DataError as e:  # the converter cannot write this batch's schema at all
                 if not policy.tolerate:
                     raise
@@ -303,11 +328,10 @@ class BatchRunner:
         return frames, persisted, all_topics, failed
 
     def _serialise_one(self, batch: RecordBatch, topics: list[str], texts: list[str | None],
-                       ids: dict[tuple[str, str], int]):
+                       ids: dict[tuple[str, str], int], optimistic: bool = False):
         columns = [None if text is None else _per_topic({t: ids[(f"{t}-{part}", text)] for t in topics})
                    for part, text in zip(("key", "value"), texts)]
-        return self.pipeline.serialise(batch, (None, None)).withColumns(
-            {"key_schema_id": _id_column(columns[0]), "value_schema_id": _id_column(columns[1])})
+        return self.pipeline.serialise(batch, (_id_column(columns[0]), _id_column(columns[1])), optimistic)
 
     @staticmethod
     def _distinct_topics(df) -> list[str]:

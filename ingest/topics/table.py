@@ -49,6 +49,7 @@ from ingest.delta._table import (
 )
 from ingest.errors import ConfigError, DataError, Problem, RetriableError, StateError
 from ingest.jvm import batch_constant
+from ingest.spark import SessionCache
 from ingest.topics._lock import lake_lock
 from ingest.topics.murmur2 import partition_column
 
@@ -80,6 +81,7 @@ LOG_END_TXN = "lakeconnect.log-end."
 PARTITION, OFFSET, TIMESTAMP, TIMESTAMP_TYPE = "partition", "offset", "timestamp", "timestamp_type"
 KEY, VALUE, HEADERS, KEY_SCHEMA_ID, VALUE_SCHEMA_ID = "key", "value", "headers", "key_schema_id", "value_schema_id"
 SEQ = "seq"
+_STAGE_COLUMNS = SessionCache()
 TOPIC_COLUMNS = (PARTITION, OFFSET, TIMESTAMP, TIMESTAMP_TYPE, KEY, VALUE, HEADERS, KEY_SCHEMA_ID, VALUE_SCHEMA_ID)
 HEADERS_DDL = "array<struct<key:string,value:binary>>"
 HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
@@ -224,7 +226,7 @@ class _Counted:
                 & (seq <= at("hi")))
         failure = F.when(position < 0, F.lit(_UNSORTED)).otherwise(F.lit(_MOVED))
         offset = F.when(fits, at("first") + position).otherwise(F.raise_error(failure).cast("long"))
-        records = staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS)
+        records = staged.select(*_with_offset(offset))
         expected, base = dict(self.expected), self.base
 
         def check(files) -> None:
@@ -251,6 +253,13 @@ class _Counted:
             nonempty = [p for p, c in expected.items() if c]
             single = nonempty[0] if len(nonempty) == 1 else None
         return records, check, single
+
+
+def _with_offset(offset):
+    """The topic's columns, `offset` as OFFSET: one projection (Spark analyses the whole plan at each)."""
+    from pyspark.sql import functions as F
+
+    return [offset.alias(OFFSET) if c == OFFSET else F.col(c) for c in TOPIC_COLUMNS]
 
 
 def partition_choice(types: Mapping[str, Any], n: int, version: int, topic: str):
@@ -733,7 +742,7 @@ class TopicTable:
         failure = F.when(position < 0, F.lit(_UNSORTED)).otherwise(F.lit(_MOVED))
         offset = F.when((F.spark_partition_id() == 0) & (position >= 0),
                         F.element_at(bases, F.col(PARTITION) + 1) + position).otherwise(F.raise_error(failure).cast("long"))
-        return staged.withColumn(OFFSET, offset).select(*TOPIC_COLUMNS), None, 0 if n == 1 else None
+        return staged.select(*_with_offset(offset)), None, 0 if n == 1 else None
 
     def _number_in_order(self, staged: DataFrame, n: int, base: dict[int, int]) -> DataFrame:
         """Offsets by `row_number` over each topic partition in seq order: one task per partition."""
@@ -748,8 +757,13 @@ class TopicTable:
     def _stage(self, df: DataFrame, n: int, version: int, ts_type: str, keyed: bool = False) -> DataFrame:
         """The records in the topic's columns, each with its partition and `seq`, not yet numbered. With
         `keyed` (a compacted topic) a record without a key fails the batch, as Kafka's broker refuses it."""
-        return df.select(*self._stage_columns({f.name: f.dataType for f in df.schema.fields}, n, version, ts_type,
-                                              keyed))
+        types = {f.name: f.dataType for f in df.schema.fields}
+        # The columns depend on these only (the version only where it spreads unkeyed records over partitions):
+        # a topic's next batch of the same shape takes them from the session's cache.
+        key = ("stage", self.name, tuple((k, t.json()) for k, t in types.items()), n, version if n > 1 else None,
+               ts_type, keyed)
+        return df.select(*_STAGE_COLUMNS.get(df.sparkSession, key, lambda: tuple(
+            self._stage_columns(types, n, version, ts_type, keyed))))
 
     def _stage_columns(self, types: Mapping[str, Any], n: int, version: int, ts_type: str, keyed: bool = False):
         """`_stage`'s columns for records of column `types` (expressions only: the same for every batch of

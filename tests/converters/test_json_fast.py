@@ -177,3 +177,29 @@ def test_a_required_field_null_inside_a_nested_struct_gets_kafkas_error(spark, m
                                f"value {ENVELOPE.to_spark_type().simpleString()}")
     with pytest.raises(Exception, match=r"required and has no default value \(\$\.source\.pos\)"):
         make(KAFKA_CLASS).from_connect(df, "value", ENVELOPE).collect()
+
+
+def test_the_optimistic_plan_is_the_java_writer_alone_with_the_same_bytes(spark, make, monkeypatch, wide_frame):
+    converter = make(KAFKA_CLASS)
+    general = converter.from_connect(wide_frame, "value", WIDE)
+    optimistic = converter.from_connect_optimistic(wide_frame, "value", WIDE)
+    from ingest.api import DECLINED
+
+    def size(df):  # the optimised plan's whole tree (its string form is truncated)
+        return len(df._jdf.queryExecution().optimizedPlan().toJSON())
+
+    assert "lakeconnect_json_record" in executed_plan(optimistic) and DECLINED in executed_plan(optimistic)
+    assert size(optimistic) * 3 < size(general), (size(optimistic), size(general))
+    assert column_bytes(optimistic) == column_bytes(general)
+
+
+def test_a_nullable_field_with_a_default_has_no_optimistic_plan(spark, make):
+    schema = S.struct("s", ("n", S.OPTIONAL_INT32_SCHEMA.with_default(42)))
+    df = spark.createDataFrame([((None,),), ((7,),)], "value struct<n:int>")
+    assert make(KAFKA_CLASS).from_connect_optimistic(df, "value", schema) is None
+    required = spark.createDataFrame([((None,),)], "value struct<n:int>")
+    plan = make(KAFKA_CLASS).from_connect_optimistic(required, "value", S.struct("s", ("n", S.INT32_SCHEMA)))
+    from ingest.api import DECLINED
+
+    with pytest.raises(Exception, match=DECLINED):
+        plan.collect()
