@@ -63,6 +63,31 @@ def rss_mib() -> float:
     return float("nan")
 
 
+def machine_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot, all cores and processes together (/proc/stat):
+    the difference over a step is what the step cost the machine, the services' processes included."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    steal = fields[7] if len(fields) > 7 else 0
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_cpu(fn) -> tuple[float, float, object]:
+    """(wall seconds, machine CPU seconds, result) of `fn()`."""
+    t, c = time.perf_counter(), machine_cpu_s()
+    result = fn()
+    return time.perf_counter() - t, machine_cpu_s() - c, result
+
+
+def floor_ratio(base_s: float, base_cpu: float, extra_cpu: float, cores: int) -> tuple[float, float]:
+    """The best ratio any implementation can reach when it must do the baseline's work plus work that costs
+    `extra_cpu` CPU seconds on a machine of `cores` cores: it cannot take less than all that CPU time spread
+    over every core, nor less than the baseline. (floor seconds, baseline / floor)."""
+    floor = max(base_s, (base_cpu + extra_cpu) / cores)
+    return floor, base_s / floor
+
+
 def jvm_heap_mib(spark) -> tuple[float, float]:
     """(heap in use after a full GC, the sum of the heap pools' peaks since the last call) in MiB."""
     jvm = spark._jvm

@@ -12,10 +12,16 @@ with a bucket of its own, and a lake in a temporary directory. In one Spark proc
 - JSON: a sink batch with JsonFormat (DefaultPartitioner, flush.size --flush-size), records/s and MB/s;
 - Parquet: the same with ParquetFormat;
 - bytes: ByteArrayConverter values written with ByteArrayFormat (no parsing: the sink's own cost);
-- baseline: the JSON objects' bytes uploaded again with boto3 `put_object`, as many objects, by as many
-  threads as Spark has cores (the sink's parallelism), MB/s; the ratio sink / baseline (goal >= 0.8);
+- baseline: each sink's objects (JSON, Parquet, bytes) uploaded again with boto3 `put_object`, as many
+  objects, by as many threads as Spark has cores (the sink's parallelism), MB/s; the ratio of each sink to
+  the upload of its own objects (goal >= 0.8 for JSON and Parquet);
 - memory: the driver's RSS and the JVM heap (peak during the batch) after each batch; the executors'
-  Python workers hold at most one part (`s3.part.size`) per open object.
+  Python workers hold at most one part (`s3.part.size`) per open object;
+- the floor: what no sink that reads the topic can beat. Reading the topic's values alone (Spark sums their
+  lengths: no decoding, no encoding, no upload) costs the machine CPU seconds, and so does the baseline's
+  upload (boto3 and the S3 server, which share the machine's cores: /proc/stat, all processes). A sink
+  does both, so it takes at least their CPU seconds spread over every core; baseline / that time is the
+  best ratio possible on this machine, whatever the sink's code.
 
 Both sinks run once untimed first (code generation, first connections); the figures are the best of --reps.
 """
@@ -31,7 +37,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.bench.bench_jdbc import jvm_heap_mib, read_env, rss_mib
+from tests.bench.bench_jdbc import floor_ratio, jvm_heap_mib, read_env, rss_mib, timed_cpu
 
 SERVICES_ENV = Path(__file__).resolve().parents[2] / ".services" / "services.env"
 SCHEMA = ('{"type":"struct","name":"purchase","fields":[{"type":"int64","field":"id"},'
@@ -119,22 +125,37 @@ def main() -> None:
                       for o in page.get("Contents", [])]
             return took, bucket, len(listed), sum(o["Size"] for o in listed)
 
-        def baseline(bucket: str) -> float:
-            """The sink's JSON objects uploaded again with plain boto3, as many objects, `cores` at a time."""
+        def baseline(bucket: str) -> tuple[float, float]:
+            """The sink's objects uploaded again with plain boto3, as many objects, `cores` at a time: (seconds,
+            the machine's CPU seconds)."""
             keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
                     for o in page.get("Contents", [])]
             bodies = {k: client.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
             target = f"lc-bench-base-{uuid.uuid4().hex[:10]}"
             client.create_bucket(Bucket=target)
-            t = time.perf_counter()
-            with concurrent.futures.ThreadPoolExecutor(cores) as pool:
-                list(pool.map(lambda k: client.put_object(Bucket=target, Key=k, Body=bodies[k]), keys))
-            return time.perf_counter() - t
+
+            def upload() -> None:
+                with concurrent.futures.ThreadPoolExecutor(cores) as pool:
+                    list(pool.map(lambda k: client.put_object(Bucket=target, Key=k, Body=bodies[k]), keys))
+
+            took, cpu, _ = timed_cpu(upload)
+            return took, cpu
+
+        def read_alone() -> tuple[float, float]:
+            """The topic's values read by Spark and their lengths summed: (seconds, the machine's CPU seconds)."""
+            from pyspark.sql import functions as F
+
+            from ingest.topics import TopicTable
+
+            frame = TopicTable(worker.lake_root, "purchases").read().select(F.sum(F.length("value")))
+            took, cpu, _ = timed_cpu(frame.collect)
+            return took, cpu
 
         for fmt in converters:
             sink(fmt)  # untimed: first connections, code generation
         results: dict[str, list] = {fmt: [] for fmt in converters}
-        base_times, bytes_base_times = [], []
+        base_times, parquet_base_times, bytes_base_times, reads = [], [], [], []
+        read_alone()  # untimed
         for _ in range(args.reps):
             for fmt in results:
                 results[fmt].append(sink(fmt))
@@ -142,27 +163,44 @@ def main() -> None:
                 print(f"  {fmt}: {results[fmt][-1][0]:.2f} s, {results[fmt][-1][2]} objects, "
                       f"{results[fmt][-1][3] / 2**20:.0f} MiB; RSS {rss_mib():.0f} MiB, heap peak {peak:.0f} MiB")
             base_times.append(baseline(results["JsonFormat"][-1][1]))
+            parquet_base_times.append(baseline(results["ParquetFormat"][-1][1]))
             bytes_base_times.append(baseline(results["ByteArrayFormat"][-1][1]))
-            print(f"  baseline boto3 upload: {base_times[-1]:.2f} s (JSON objects), "
-                  f"{bytes_base_times[-1]:.2f} s (bytes objects)")
+            reads.append(read_alone())
+            print(f"  baseline boto3 upload: {base_times[-1][0]:.2f} s (JSON objects, {base_times[-1][1]:.1f} CPU-s), "
+                  f"{parquet_base_times[-1][0]:.2f} s (Parquet objects, {parquet_base_times[-1][1]:.1f} CPU-s), "
+                  f"{bytes_base_times[-1][0]:.2f} s (bytes objects, {bytes_base_times[-1][1]:.1f} CPU-s); "
+                  f"the topic's values read alone: {reads[-1][0]:.2f} s ({reads[-1][1]:.1f} CPU-s)")
         json_best = min(results["JsonFormat"])
         parquet_best = min(results["ParquetFormat"])
-        base_best = min(base_times)
+        base_best, base_cpu = min(base_times)
+        read_best, read_cpu = min(reads)
         mib = json_best[3] / 2**20
         figures["JSON sink"] = (f"{json_best[0]:.2f} s = {args.records / json_best[0]:,.0f} records/s, "
                                 f"{mib / json_best[0]:.1f} MiB/s ({json_best[2]} objects, {mib:.0f} MiB)")
         figures["Parquet sink"] = (f"{parquet_best[0]:.2f} s = {args.records / parquet_best[0]:,.0f} records/s, "
                                    f"{parquet_best[3] / 2**20 / parquet_best[0]:.1f} MiB/s ({parquet_best[2]} objects, "
                                    f"{parquet_best[3] / 2**20:.0f} MiB)")
-        figures["baseline (boto3 put_object of the JSON objects)"] = f"{base_best:.2f} s = {mib / base_best:.1f} MiB/s"
+        figures["baseline (boto3 put_object of the JSON objects)"] = (
+            f"{base_best:.2f} s = {mib / base_best:.1f} MiB/s; the machine busy {base_cpu / base_best:.1f} of {os.cpu_count()} "
+            f"cores ({base_cpu:.1f} CPU-s, the S3 server's included)")
+        floor, best_possible = floor_ratio(base_best, base_cpu, read_cpu, os.cpu_count())
+        figures["floor: the topic's values read alone (Spark, no decoding, encoding or upload)"] = (
+            f"{read_best:.2f} s, {read_cpu:.1f} CPU-s; with the upload's CPU over {os.cpu_count()} cores a sink "
+            f"takes at least {floor:.2f} s: the best ratio possible here is {best_possible:.2f}")
         figures["ratio JSON sink / baseline"] = f"{base_best / json_best[0]:.2f} (goal >= 0.8)"
-        figures["ratio Parquet sink / baseline"] = f"{base_best / parquet_best[0]:.2f}"
-        bytes_best, bytes_base = min(results["ByteArrayFormat"]), min(bytes_base_times)
+        parquet_base, parquet_base_cpu = min(parquet_base_times)
+        figures["baseline (boto3 put_object of the Parquet objects)"] = f"{parquet_base:.2f} s"
+        figures["ratio Parquet sink / its baseline"] = f"{parquet_base / parquet_best[0]:.2f} (goal >= 0.8)"
+        _, parquet_possible = floor_ratio(parquet_base, parquet_base_cpu, read_cpu, os.cpu_count())
+        figures["floor for the Parquet sink"] = f"the best ratio possible here is {parquet_possible:.2f}"
+        bytes_best, (bytes_base, bytes_base_cpu) = min(results["ByteArrayFormat"]), min(bytes_base_times)
         bmib = bytes_best[3] / 2**20
         figures["bytes sink (no parsing)"] = (f"{bytes_best[0]:.2f} s = {args.records / bytes_best[0]:,.0f} records/s, "
                                               f"{bmib / bytes_best[0]:.1f} MiB/s ({bytes_best[2]} objects, {bmib:.0f} MiB)")
         figures["baseline (boto3 put_object of the bytes objects)"] = f"{bytes_base:.2f} s = {bmib / bytes_base:.1f} MiB/s"
         figures["ratio bytes sink / baseline"] = f"{bytes_base / bytes_best[0]:.2f}"
+        _, bytes_possible = floor_ratio(bytes_base, bytes_base_cpu, read_cpu, os.cpu_count())
+        figures["floor for the bytes sink"] = f"the best ratio possible here is {bytes_possible:.2f}"
         figures["memory"] = f"driver RSS {rss_mib():.0f} MiB"
         print()
         print(f"summary (records: {args.records:,}, partitions: {args.partitions}, cores: {cores})")
