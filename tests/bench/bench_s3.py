@@ -1,11 +1,11 @@
-"""Benchmark of the S3 sink connector (not a test): a topic of --records records (~200 bytes of JSON
-each) written to the S3 server as JSON objects and as Parquet objects, against a plain boto3 upload of
-the same bytes in the same number of objects.
+"""Benchmark of the S3 sink connector (not a test): a topic of --records records (~460 bytes each:
+JsonConverter JSON with its schema, ~185 bytes of payload) written to the S3 server as JSON objects
+and as Parquet objects, against a plain boto3 upload of the same bytes in the same number of objects.
 
     PYTHONPATH=. .venv/bin/python tests/bench/bench_s3.py [--records 1000000] [--partitions 2] [--flush-size 100000]
 
 It uses the S3 server named by --endpoint, or else by .services/services.env (`make services-up`),
-with a bucket of its own, and a lake in a temporary directory. In one Spark process it prints:
+with buckets of its own (removed at the end), and a lake in a temporary directory. In one Spark process it prints:
 
 - the topic: --records records in --partitions partitions, values JsonConverter with schemas (a struct
   of 6 fields), written straight into the topic table;
@@ -91,6 +91,7 @@ def main() -> None:
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     tmp = Path(tempfile.mkdtemp(prefix="lakeconnect-bench-s3-"))
     figures: dict[str, str] = {}
+    buckets: list[str] = []  # made by this run, removed at its end
     try:
         worker = Worker(load_worker(None, {"lake.root": str(tmp / "lake"), "spark.master": "local[*]",
                                            "spark.driver.memory": "2g"}))
@@ -110,6 +111,7 @@ def main() -> None:
             """A fresh connector and bucket; (seconds, bucket, objects, bytes)."""
             bucket = f"lc-bench-{uuid.uuid4().hex[:10]}"
             client.create_bucket(Bucket=bucket)
+            buckets.append(bucket)
             name = f"bench-{fmt.lower()}-{next(runs)}"
             worker.create(name, {
                 "name": name, "connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "purchases",
@@ -133,6 +135,7 @@ def main() -> None:
             bodies = {k: client.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
             target = f"lc-bench-base-{uuid.uuid4().hex[:10]}"
             client.create_bucket(Bucket=target)
+            buckets.append(target)
 
             def upload() -> None:
                 with concurrent.futures.ThreadPoolExecutor(cores) as pool:
@@ -207,6 +210,15 @@ def main() -> None:
         for key, value in figures.items():
             print(f"  {key}: {value}")
     finally:
+        for bucket in buckets:  # the S3 server keeps objects in memory: leave it as it was
+            try:
+                for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+                    keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+                    if keys:
+                        client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
+                client.delete_bucket(Bucket=bucket)
+            except Exception as e:  # noqa: BLE001 -- best effort: the server may be gone
+                print(f"could not remove bucket {bucket}: {e}")
         shutil.rmtree(tmp, ignore_errors=True)
 
 
