@@ -40,7 +40,8 @@ else. In one Spark process (local[*]) it prints:
   choice, no ordering, no producing) costs CPU seconds that the bare producer never spends. Step 2: the
   sink's objects uploaded again with boto3 alone (`cores` threads) cost CPU seconds that the bare consumer
   never spends. An implementation does the baseline's work and that too, so it takes at least their CPU
-  seconds spread over every core; baseline / that time is the best ratio possible here;
+  seconds spread over every core; baseline / that time is the best ratio possible here. /proc/stat counts
+  every process, so the floors mean something only on a machine that runs nothing else meanwhile;
 - memory: the driver's RSS and the JVM heap (in use after a full GC; the sum of the heap pools' peaks
   during the step) after each step. The baseline's messages (Python bytes in the driver) are part of the
   RSS after step 1.
@@ -70,6 +71,7 @@ import uuid
 from pathlib import Path
 
 from tests.bench.bench_jdbc import floor_ratio, jvm_heap_mib, machine_cpu_s, read_env, rss_mib, timed_cpu
+from tests.bench.s3util import remove_buckets, upload_again
 
 SERVICES_ENV = Path(__file__).resolve().parents[2] / ".services" / "services.env"
 MARKERS_TOPIC = "connect-batch-markers"
@@ -459,24 +461,6 @@ def main() -> None:
                           for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket))
             return took, reports[0].records, in_objects, objects, reports[0].timings_ms, bucket
 
-        def upload_again(bucket: str) -> tuple[float, float]:
-            """A sink's objects uploaded again with plain boto3, `cores` at a time: (seconds, machine CPU s)."""
-            import concurrent.futures
-
-            keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
-                    for o in page.get("Contents", [])]
-            bodies = {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
-            target = f"lc-bench-kafka-{uuid.uuid4().hex[:10]}"
-            s3.create_bucket(Bucket=target)
-            buckets.append(target)
-
-            def upload() -> None:
-                with concurrent.futures.ThreadPoolExecutor(cores) as pool:
-                    list(pool.map(lambda k: s3.put_object(Bucket=target, Key=k, Body=bodies[k]), keys))
-
-            took, cpu, _ = timed_cpu(upload)
-            return took, cpu
-
         def raw_read(topic: str) -> tuple[float, int]:
             d = KafkaTopic(eos, topic).describe()
             ranges = {p: (d.start_offsets[p], d.end_offsets[p]) for p in range(d.partitions)}
@@ -528,7 +512,7 @@ def main() -> None:
                 results[kind].append(sink(kind, source_topic))
                 r = results[kind][-1]
                 assert r[1] >= args.records, r  # offsets read: the records and the transaction markers
-                uploads[kind].append(upload_again(r[5]))
+                uploads[kind].append(upload_again(s3, r[5], cores, "lc-bench-kafka", buckets))
                 line.append(f"sink {kind} {r[0]:.2f} s ({r[2]:,} records in {r[3]} objects; uploading them "
                             f"alone {uploads[kind][-1][0]:.2f} s, {uploads[kind][-1][1]:.1f} CPU-s)")
             print(", ".join(line))
@@ -568,15 +552,7 @@ def main() -> None:
         for key, value in figures.items():
             print(f"  {key}: {value}")
     finally:
-        for bucket in buckets:  # ours only: made by this run
-            try:
-                for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-                    keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-                    if keys:
-                        s3.delete_objects(Bucket=bucket, Delete={"Objects": keys})
-                s3.delete_bucket(Bucket=bucket)
-            except Exception as e:  # noqa: BLE001 -- best effort: the server may be gone
-                print(f"could not remove bucket {bucket}: {e}")
+        remove_buckets(s3, buckets)  # ours only: made by this run
         shutil.rmtree(tmp, ignore_errors=True)
 
 

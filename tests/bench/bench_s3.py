@@ -21,7 +21,8 @@ with buckets of its own (removed at the end), and a lake in a temporary director
   lengths: no decoding, no encoding, no upload) costs the machine CPU seconds, and so does the baseline's
   upload (boto3 and the S3 server, which share the machine's cores: /proc/stat, all processes). A sink
   does both, so it takes at least their CPU seconds spread over every core; baseline / that time is the
-  best ratio possible on this machine, whatever the sink's code.
+  best ratio possible on this machine, whatever the sink's code. /proc/stat counts every process, so the
+  floor means something only on a machine that runs nothing else meanwhile.
 
 Both sinks run once untimed first (code generation, first connections); the figures are the best of --reps.
 """
@@ -29,7 +30,6 @@ Both sinks run once untimed first (code generation, first connections); the figu
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import os
 import shutil
 import tempfile
@@ -38,6 +38,7 @@ import uuid
 from pathlib import Path
 
 from tests.bench.bench_jdbc import floor_ratio, jvm_heap_mib, read_env, rss_mib, timed_cpu
+from tests.bench.s3util import remove_buckets, upload_again
 
 SERVICES_ENV = Path(__file__).resolve().parents[2] / ".services" / "services.env"
 SCHEMA = ('{"type":"struct","name":"purchase","fields":[{"type":"int64","field":"id"},'
@@ -130,19 +131,7 @@ def main() -> None:
         def baseline(bucket: str) -> tuple[float, float]:
             """The sink's objects uploaded again with plain boto3, as many objects, `cores` at a time: (seconds,
             the machine's CPU seconds)."""
-            keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
-                    for o in page.get("Contents", [])]
-            bodies = {k: client.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
-            target = f"lc-bench-base-{uuid.uuid4().hex[:10]}"
-            client.create_bucket(Bucket=target)
-            buckets.append(target)
-
-            def upload() -> None:
-                with concurrent.futures.ThreadPoolExecutor(cores) as pool:
-                    list(pool.map(lambda k: client.put_object(Bucket=target, Key=k, Body=bodies[k]), keys))
-
-            took, cpu, _ = timed_cpu(upload)
-            return took, cpu
+            return upload_again(client, bucket, cores, "lc-bench-base", buckets)
 
         def read_alone() -> tuple[float, float]:
             """The topic's values read by Spark and their lengths summed: (seconds, the machine's CPU seconds)."""
@@ -210,15 +199,7 @@ def main() -> None:
         for key, value in figures.items():
             print(f"  {key}: {value}")
     finally:
-        for bucket in buckets:  # the S3 server keeps objects in memory: leave it as it was
-            try:
-                for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-                    keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-                    if keys:
-                        client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
-                client.delete_bucket(Bucket=bucket)
-            except Exception as e:  # noqa: BLE001 -- best effort: the server may be gone
-                print(f"could not remove bucket {bucket}: {e}")
+        remove_buckets(client, buckets)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
