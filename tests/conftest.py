@@ -28,11 +28,14 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.serial)
 
 
+TEST_SPARK = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4"}
+
+
 @pytest.fixture(scope="session")
 def spark():
     from ingest.spark import get_spark
 
-    return get_spark({"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4"})
+    return get_spark(TEST_SPARK)
 
 
 @pytest.fixture
@@ -91,6 +94,22 @@ def write_worker(path: Path, lake: Path, **extra: str) -> Path:
 @pytest.fixture
 def worker_file(tmp_path, lake) -> Path:
     return write_worker(tmp_path / "worker.properties", lake)
+
+
+def run_here(worker: Path, name: str, **options) -> list:
+    """Run connector `name` in this process, on its Spark session, as `lakeconnect run` does; its reports.
+
+    For the runs of a crash test that are not killed: its run that never crashed, the batches before the
+    kill and the run after it. A CLI process costs a JVM start (4-5 s on an idle machine, 15-40 s with
+    two test workers on two cores), which made these runs half of the suite's time. The kill itself is
+    always a real CLI process (`cli`), and so are runs that need environment variables in Spark's Python
+    workers (this process's workers keep the environment its JVM started with)."""
+    from ingest.config.worker import load_worker
+    from ingest.runtime.worker import Worker
+    from ingest.spark import get_spark
+
+    get_spark(TEST_SPARK)  # the `spark` fixture's session, if no test of this process has made it yet
+    return Worker(load_worker(str(worker))).run(name, **options)
 
 
 def cli(*args: str, worker: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
