@@ -1,7 +1,8 @@
 """The S3 sink reading its topic from Kafka, killed at every step of a batch and inside its upload tasks,
 then run again: the objects, the lake's offsets and the consumer group `connect-<name>` are those of a
 run that never crashed. Against the test cluster over TCP (librdkafka's mock); the sink only reads, so
-the mock's lack of transactions does not matter here."""
+the mock's lack of transactions does not matter here. Only the killed run is a CLI process; the others
+are made in this process (tests/conftest.py `run_here`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from ingest.config.worker import load_worker
 from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS
 from ingest.topics.kafka import KafkaClients, KafkaTopic, group_offsets
-from tests.conftest import cli
+from tests.conftest import cli, run_here
 from tests.kafka.test_pipeline import kafka_worker
 from tests.s3.test_book import local_objects
 from tests.s3.test_exactly_once import RECORDS, sink_config
@@ -38,8 +39,7 @@ def _run(root, spark, kafka, crash: str | None):
     if crash:
         r = cli("run", "s3sink", worker=worker_file, env={"LAKECONNECT_CRASH_AT": crash})
         assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
-    r = cli("run", "s3sink", worker=worker_file)
-    assert r.returncode == 0, r.stderr
+    run_here(worker_file, "s3sink")
     objects = {k.replace(topic, "orders"): v for k, v in local_objects(store / "exports").items()}
     lake = {o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"]
             for o in Worker(load_worker(str(worker_file))).offsets("s3sink")}

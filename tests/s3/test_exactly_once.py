@@ -1,8 +1,10 @@
 """Kill the S3 sink at every step of a batch, and inside its Spark tasks after an object is committed
 or half-uploaded; run again; the objects and offsets must be those of a run that never crashed.
 
-The kill is real: the process ends with os._exit (a task's Python worker kills the job's driver first),
-as `kill -9` would. Uploads left unfinished must be aborted, never completed into partial objects.
+The kill is real: a CLI process ends with os._exit (a task's Python worker kills the job's driver first),
+as `kill -9` would. Uploads left unfinished must be aborted, never completed into partial objects. On the
+local store, the runs that are not killed are made in this process (tests/conftest.py `run_here`); on the
+S3 server they are CLI processes too, as the AWS settings must reach Spark's Python workers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 
 from ingest.config.worker import load_worker
 from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS
-from tests.conftest import cli, write_worker
+from tests.conftest import cli, run_here, write_worker
 from tests.s3._book import ORDER_SCHEMA
 from tests.s3.test_book import aws_env, local_objects, s3_objects
 
@@ -59,8 +61,7 @@ def _local_run(root, spark, crash: str | None):
     if crash:
         r = cli("run", "s3sink", worker=worker, env={"LAKECONNECT_CRASH_AT": crash})
         assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
-    r = cli("run", "s3sink", worker=worker)
-    assert r.returncode == 0, r.stderr
+    run_here(worker, "s3sink")
     objects = local_objects(store / "exports")
     assert not [k for k in objects if "/." in k or k.startswith(".")], "a temporary upload was left behind"
     return objects, _offsets(worker)
