@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli, write_worker
+from tests.conftest import cli, run_here, write_worker
 from tests.runtime.helpers import topic_commits, topic_rows
 
 # The book's DDL and rows (ch. 5), with the book's timestamp value made explicit.
@@ -186,7 +186,8 @@ def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mod
     """Three batches (the book's rows; SECOND_BATCH; LATE_BOOK) in a run that never crashed, then the same
     on a fresh table and lake with the second batch killed after each step in turn (every later run
     resumes it and is killed one step further on) and a last clean run: the same records with the
-    same offsets, the same connector offsets and the same number of topic commits.
+    same offsets, the same connector offsets and the same number of topic commits. The killed runs are CLI
+    processes; the others are made in this process (tests/conftest.py `run_here`).
 
     `start(tag, config)` makes the fresh table and the connector (CRASH_CONNECTOR, config on top of
     CrashMode.config)."""
@@ -194,11 +195,11 @@ def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mod
     config = {"topic.prefix": CRASH_TOPIC.removesuffix("kafka_books"), **spec.config}
 
     clean = start("clean", config)
-    run(clean.worker, CRASH_CONNECTOR)
+    run_here(clean.worker, CRASH_CONNECTOR)
     clean.sql(SECOND_BATCH)
-    run(clean.worker, CRASH_CONNECTOR)
+    run_here(clean.worker, CRASH_CONNECTOR)
     clean.sql([LATE_BOOK])
-    run(clean.worker, CRASH_CONNECTOR)
+    run_here(clean.worker, CRASH_CONNECTOR)
     expected = _state(clean)
     assert [(p["id"], p["title"]) for p in payloads(clean.lake, CRASH_TOPIC)] == spec.books
     assert [r[1] for r in expected[0]] == list(range(len(spec.books)))  # topic offsets 0..n-1, one partition
@@ -206,7 +207,7 @@ def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mod
     assert expected[2] == 3
 
     crashed = start("crashed", config)
-    run(crashed.worker, CRASH_CONNECTOR)
+    run_here(crashed.worker, CRASH_CONNECTOR)
     crashed.sql(SECOND_BATCH)
     for step in SOURCE_STEPS:
         r = cli("run", CRASH_CONNECTOR, worker=crashed.worker, env={CRASH_ENV: step})
@@ -216,8 +217,8 @@ def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mod
             assert "resuming batch 2, planned by an interrupted run" in r.stderr, r.stderr
         if step == spec.late_after:
             crashed.sql([LATE_BOOK])
-    r = run(crashed.worker, CRASH_CONNECTOR)
-    assert f"batch 3 committed {spec.third} records" in r.stdout + r.stderr, r.stdout + r.stderr
+    (report,) = run_here(crashed.worker, CRASH_CONNECTOR)
+    assert (report.batch_id, report.records) == (3, spec.third), report.summary()
     assert _state(crashed) == expected
 
 
