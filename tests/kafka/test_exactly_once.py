@@ -103,10 +103,27 @@ def reference(tmp_path_factory):
     return records, setup.offsets()
 
 
-@pytest.mark.parametrize("crash", [*SOURCE_STEPS, "produce:1"])
-def test_killed_at_each_step_then_run_again(tmp_path, reference, crash):
+def test_killed_after_each_step_in_turn_then_run_again(tmp_path, reference):
+    """The second batch killed after each step in turn, every run resuming it and killed one step further
+    on (a process each: 9 instead of 21), then a run that finishes it."""
     setup = Setup(tmp_path / "run")
-    _two_batches(setup, crash)
+    r = setup.run()
+    assert r.returncode == 0, r.stderr
+    _insert(setup.db, ROWS, ROWS)
+    for step in SOURCE_STEPS:
+        r = setup.run(step)
+        assert r.returncode == CRASH_EXIT, (step, r.returncode, r.stderr[-3000:])
+        assert f"killed after step '{step}'" in r.stderr, r.stderr[-3000:]
+        if step != SOURCE_STEPS[0]:
+            assert "resuming batch 2, planned by an interrupted run" in r.stderr, r.stderr[-3000:]
+    r = setup.run()
+    assert r.returncode == 0, r.stderr
+    assert (setup.records(), setup.offsets()) == reference
+
+
+def test_killed_inside_a_producing_task_then_run_again(tmp_path, reference):
+    setup = Setup(tmp_path / "run")
+    _two_batches(setup, "produce:1")
     assert (setup.records(), setup.offsets()) == reference
 
 
