@@ -112,6 +112,32 @@ def run_here(worker: Path, name: str, **options) -> list:
     return Worker(load_worker(str(worker))).run(name, **options)
 
 
+def cli_here(*args: str, worker: Path | None = None) -> subprocess.CompletedProcess:
+    """`lakeconnect [--worker W] ARGS` in this process, as `run_here` runs a connector: the CLI's own
+    `main` with what it prints and logs captured; what `cli` returns (no process, no environment of its
+    own). For runs whose output a test reads, e.g. the CDC tests' resume messages."""
+    import contextlib
+    import io
+    import logging
+
+    from ingest.cli import main
+    from ingest.spark import get_spark
+
+    get_spark(TEST_SPARK)
+    argv = (["--worker", str(worker)] if worker else []) + list(args)
+    out, err = io.StringIO(), io.StringIO()
+    logger = logging.getLogger("lakeconnect")
+    handlers, level, propagate = logger.handlers[:], logger.level, logger.propagate
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+    return subprocess.CompletedProcess(["lakeconnect", *argv], code, out.getvalue(), err.getvalue())
+
+
 def cli(*args: str, worker: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
         timeout: int = 300) -> subprocess.CompletedProcess:
     """Run `python -m ingest` in a real process, as a user or a scheduler would."""

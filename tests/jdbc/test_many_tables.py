@@ -13,7 +13,7 @@ import pytest
 from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT
 from ingest.runtime.runner import MANY_TOPICS
 from ingest.topics import TopicTable, list_topics
-from tests.conftest import cli, write_worker
+from tests.conftest import cli, cli_here, write_worker
 
 TABLES = MANY_TOPICS + 2
 
@@ -39,7 +39,8 @@ def _setup(base: Path) -> tuple[Path, Path]:
 
 
 def _run(worker: Path, crash: str | None = None) -> str:
-    r = cli("run", "many", worker=worker, env={CRASH_ENV: crash} if crash else None)
+    """A run's log: a CLI process when killed, else in this process (tests/conftest.py `run_here`)."""
+    r = cli("run", "many", worker=worker, env={CRASH_ENV: crash}) if crash else cli_here("run", "many", worker=worker)
     assert r.returncode == (CRASH_EXIT if crash else 0), r.stderr[-3000:]
     return r.stderr
 

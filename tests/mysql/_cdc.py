@@ -1,4 +1,5 @@
-"""Shared by the CDC tests: a database on the private MariaDB, a connector made with the CLI, topic reads."""
+"""Shared by the CDC tests: a database on the private MariaDB, a connector made with the CLI, runs (the killed
+ones CLI processes, the others in the test's process), topic reads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from connectors.mysql import binlog
 from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli, write_worker
+from tests.conftest import cli, cli_here, write_worker
 from tests.runtime.helpers import topic_rows
 
 BOOK_TABLE = """CREATE TABLE kafka_books (
@@ -101,8 +102,9 @@ def create(base: Path, name: str, config: dict[str, str]) -> Path:
     return worker
 
 
-def run(worker: Path, name: str, **env: str):
-    r = cli("--debug", "run", name, worker=worker, env=env or None)
+def run(worker: Path, name: str):
+    """A run that is not killed: in this process (tests/conftest.py `run_here` says why); its output."""
+    r = cli_here("--debug", "run", name, worker=worker)
     assert r.returncode == 0, r.stdout + r.stderr
     return r
 
