@@ -1,8 +1,9 @@
-"""The JDBC source's two opt-in extras, on SQLite, the project's private MariaDB and PostgreSQL: late rows (`lakeconnect.late.rows.window.ms`: a row committed late with a timestamp older than
-the last offset is still caught, and nothing is emitted twice) and delete detection
-(`lakeconnect.detect.deletes`: a delete record and a tombstone for each deleted key). Both are killed at
-every step of a batch in turn and compared with a run that never crashed. The killed runs are CLI
-processes; the others are made in this process (tests/conftest.py `run_here`)."""
+"""The JDBC source's two opt-in extras, on SQLite, the project's private MariaDB and PostgreSQL: late
+rows (`lakeconnect.late.rows.window.ms`: a row committed late with a timestamp older than the last
+offset is still caught, and nothing is emitted twice) and delete detection (`lakeconnect.detect.deletes`:
+a delete record and a tombstone for each deleted key). Both are killed at every step of a batch in turn
+and compared with a run that never crashed. The killed runs are CLI processes; the others are made in
+this process (tests/conftest.py `run_here`)."""
 
 from __future__ import annotations
 
