@@ -18,5 +18,7 @@ test: setup
 	@trap 'bash tests/services/down.sh' EXIT; trap 'exit 130' INT TERM; \
 	bash tests/services/up.sh && bash tests/services/pytest.sh $(PYTEST_ARGS)
 
-demo: setup
+# The demo needs nothing from Maven: the base set-up only.
+demo:
+	bash tests/services/setup.sh --base
 	.venv/bin/lakeconnect demo

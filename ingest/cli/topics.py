@@ -74,7 +74,8 @@ def _pairs(flag: str, given: list[str] | None) -> dict[str, str]:
 def cmd_create(args) -> int:
     configs = _pairs("--config", args.config)
     table, _ = _topic(args)
-    table.create(args.partitions, configs, if_not_exists=args.if_not_exists)
+    table.create(args.partitions, configs, if_not_exists=args.if_not_exists,
+                 replication_factor=args.replication_factor, replication_key="--replication-factor")
     print(f"Created topic {args.topic}.")
     return 0
 
@@ -217,6 +218,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = t.add_parser("create", help="create a topic with a partition count")
     p.add_argument("topic"), p.add_argument("--partitions", type=int, default=1)
     p.add_argument("--config", action="append", metavar="NAME=VALUE"), p.add_argument("--if-not-exists", action="store_true")
+    p.add_argument("--replication-factor", type=int, default=-1,
+                   help="replicas of each partition on a Kafka cluster (default -1: the broker's default)")
     p.set_defaults(func=cmd_create)
     p = t.add_parser("alter", help="set or remove topic configs (retention.ms, cleanup.policy, ...), as "
                                    "kafka-configs --alter does")

@@ -28,6 +28,8 @@ PREDICATES = "predicates"
 TOPICS = "topics"
 TOPICS_REGEX = "topics.regex"
 TOPIC_CREATION_PARTITIONS = "topic.creation.default.partitions"
+TOPIC_CREATION_REPLICATION = "topic.creation.default.replication.factor"
+DLQ_REPLICATION = "errors.deadletterqueue.topic.replication.factor"
 ERRORS_TOLERANCE = "errors.tolerance"
 AUTO_OFFSET_RESET = "consumer.override.auto.offset.reset"
 EARLIEST, LATEST, NO_RESET = "earliest", "latest", "none"
@@ -115,8 +117,10 @@ def common_config_def(kind: str) -> ConfigDef:
     if kind == "source":
         d.define(TOPIC_CREATION_PARTITIONS, Type.INT, 1, Range.at_least(1), group="Topic Creation",
                  doc="Partitions of topics this connector creates.")
-        d.define("topic.creation.default.replication.factor", Type.INT, -1, group="Topic Creation",
-                 doc="Accepted for compatibility; Delta topics are not replicated by the runtime.")
+        d.define(TOPIC_CREATION_REPLICATION, Type.INT, -1, group="Topic Creation",
+                 doc="Replicas of each partition of the topics this connector creates on a Kafka cluster (-1: the "
+                     "broker's default.replication.factor). Delta topics have no replicas of their own: their "
+                     "store keeps them durable.")
         d.define("topic.creation.groups", Type.LIST, "", group="Topic Creation", doc="Accepted for compatibility.")
         d.allow_prefix("topic.creation.")
         d.define("exactly.once.support", Type.STRING, "requested", ValidString.of("requested", "required"),
@@ -145,8 +149,9 @@ def common_config_def(kind: str) -> ConfigDef:
                      "an error, so nothing is lost without a decision.")
         d.define("errors.deadletterqueue.topic.name", Type.STRING, "", group="Error Handling",
                  doc="Topic for records that failed (with errors.tolerance=all).")
-        d.define("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3, group="Error Handling",
-                 doc="Accepted for compatibility.")
+        d.define(DLQ_REPLICATION, Type.SHORT, 3, group="Error Handling",
+                 doc="Replicas of the dead letter queue topic when it is created on a Kafka cluster (-1: the "
+                     "broker's default). Not used for Delta topics.")
         d.define("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False, group="Error Handling",
                  doc="Add __connect.errors.* headers to dead letter records.")
     return d

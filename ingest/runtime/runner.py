@@ -22,7 +22,8 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from ingest.api import DECLINED, SinkTask, SourcePlan, SourceTask, TopicRange
-from ingest.config.connector import (AUTO_OFFSET_RESET, EARLIEST, LATEST, TOPIC_CREATION_PARTITIONS, TOPICS,
+from ingest.config.connector import (AUTO_OFFSET_RESET, DLQ_REPLICATION, EARLIEST, LATEST, TOPIC_CREATION_PARTITIONS,
+                                     TOPIC_CREATION_REPLICATION, TOPICS,
                                      TOPICS_REGEX, ConnectorSetup, topic_creation_configs)
 from ingest.errors import DataError, LakeConnectError, StateError
 from ingest.records import ERROR, TOPIC, RecordBatch
@@ -209,7 +210,9 @@ class BatchRunner:
                 tables, parts = {}, {}
                 for topic in sorted(topics):
                     tables[topic] = table = self._topic(topic)
-                    table.create(partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True)
+                    table.create(partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True,
+                                 replication_factor=self.setup.config[TOPIC_CREATION_REPLICATION],
+                                 replication_key=TOPIC_CREATION_REPLICATION)
                     parts[topic] = union_all(by_topic[topic])
                     if not isinstance(table, TopicTable):  # a topic table's staging selects its own columns
                         parts[topic] = parts[topic].drop(TOPIC)
@@ -544,7 +547,8 @@ class BatchRunner:
         if policy.dlq_topic:
             letters = dead_letters(df, self.name, task_id, policy.dlq_context_headers)
             table = self._topic(policy.dlq_topic)
-            table.create(1, if_not_exists=True)  # Kafka creates a DLQ topic with one partition
+            table.create(1, if_not_exists=True, replication_factor=policy.dlq_replication_factor,  # one partition,
+                         replication_key=DLQ_REPLICATION)  # as Kafka creates a DLQ topic
             policy.retrying(lambda: table.append(letters, app_id=f"{group}:task-{task_id}:dlq", version=batch_id),
                             KAFKA_PRODUCE, f"writing dead letter queue '{policy.dlq_topic}'")
         return log_failed(policy, df, self.name, task_id, sink=True)

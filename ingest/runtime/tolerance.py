@@ -71,6 +71,7 @@ class ErrorPolicy:
     log_include_messages: bool = False
     dlq_topic: str = ""
     dlq_context_headers: bool = False
+    dlq_replication_factor: int = 3
 
     @classmethod
     def from_config(cls, config: Config) -> ErrorPolicy:
@@ -80,7 +81,8 @@ class ErrorPolicy:
         return cls(get("errors.tolerance", "none"), get("errors.retry.timeout", 0),
                    get("errors.retry.delay.max.ms", 60000), get("errors.log.enable", False),
                    get("errors.log.include.messages", False), get("errors.deadletterqueue.topic.name", "") or "",
-                   get("errors.deadletterqueue.context.headers.enable", False))
+                   get("errors.deadletterqueue.context.headers.enable", False),
+                   get("errors.deadletterqueue.topic.replication.factor", 3))
 
     @property
     def tolerate(self) -> bool:

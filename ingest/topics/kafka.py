@@ -27,9 +27,7 @@ always sends the converters' bytes).
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,26 +66,12 @@ _ASSIGNORS = {
     "org.apache.kafka.clients.consumer.StickyAssignor": "cooperative-sticky",
 }
 _FLUSH_TIMEOUT_S = 120.0
-CLIENT_MODULE_ENV = "LAKECONNECT_KAFKA_CLIENT_MODULE"
 TRANSACTION_BOUNDARY = "transaction.boundary"
 TRANSACTION_INTERVAL = "transaction.boundary.interval.ms"
 DEFAULT_TRANSACTION_INTERVAL_MS = 60_000  # Kafka's offset.flush.interval.ms, which KIP-618 falls back on
 # What librdkafka reports when a newer producer with the same transactional id took over.
 # (and a fenced producer's every later produce() says _FATAL; its error_cb has said _FENCED by then).
 _FENCED_CODES = {-144, 90, 47}  # _FENCED, PRODUCER_FENCED, INVALID_PRODUCER_EPOCH
-
-
-def client_classes():
-    """Producer, Consumer, AdminClient and NewTopic of confluent-kafka, or of the module named by
-    LAKECONNECT_KAFKA_CLIENT_MODULE: the same classes from elsewhere (the tests' double of a broker that
-    enforces transactions, which the test cluster does not)."""
-    from types import SimpleNamespace
-
-    name = os.environ.get(CLIENT_MODULE_ENV) or "confluent_kafka"
-    module = importlib.import_module(name)
-    admin = getattr(module, "admin", None) or importlib.import_module(f"{name}.admin")
-    return SimpleNamespace(Producer=module.Producer, Consumer=module.Consumer, AdminClient=admin.AdminClient,
-                           NewTopic=admin.NewTopic)
 
 
 @dataclass(frozen=True)
@@ -194,9 +178,10 @@ class KafkaTopic:
     def _partitions(self) -> int | None:
         """The topic's partition count, None when the cluster does not have it."""
         from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient
 
         try:
-            md = client_classes().AdminClient(self.clients.admin()).list_topics(self.name, timeout=self.timeout_s)
+            md = AdminClient(self.clients.admin()).list_topics(self.name, timeout=self.timeout_s)
         except KafkaException as e:
             raise RetriableError(f"cannot reach the Kafka cluster at {self.clients.bootstrap} to look up topic "
                                  f"'{self.name}': {describe_client_error(e)}") from e
@@ -222,9 +207,13 @@ class KafkaTopic:
         return self.describe().end_offsets
 
     def create(self, partitions: int, configs: Mapping[str, Any] | None = None, *,
-               if_not_exists: bool = False) -> TopicDescription:
-        """Create the topic through the admin API (replication factor: the broker's default)."""
+               if_not_exists: bool = False, replication_factor: int = -1,
+               replication_key: str = "--replication-factor") -> TopicDescription:
+        """Create the topic through the admin API with `replication_factor` replicas of each partition
+        (-1: the broker's default.replication.factor), as KIP-158 topic creation does. `replication_key`
+        names the setting to change when the cluster cannot hold that many replicas."""
         from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic
 
         if not isinstance(partitions, int) or partitions < 1:
             raise ConfigError(f"topic '{self.name}': partitions must be a positive integer, not {partitions!r}")
@@ -234,12 +223,23 @@ class KafkaTopic:
                 raise StateError(f"topic '{self.name}' already exists on {self.clients.bootstrap} with {existing} "
                                  f"partitions (asked for {partitions}): pick another name, or use --if-not-exists")
             return self.describe()
-        topic = client_classes().NewTopic(self.name, partitions, config={str(k): str(v) for k, v in (configs or {}).items()})
-        future = client_classes().AdminClient(self.clients.admin()).create_topics([topic], request_timeout=self.timeout_s)[self.name]
+        topic = NewTopic(self.name, partitions, int(replication_factor),
+                         config={str(k): str(v) for k, v in (configs or {}).items()})
+        admin = AdminClient(self.clients.admin())  # held until the answer comes
+        future = admin.create_topics([topic], request_timeout=self.timeout_s)[self.name]
         try:
             future.result(self.timeout_s)
         except KafkaException as e:
-            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            code = e.args[0].code()
+            if code == KafkaError.INVALID_REPLICATION_FACTOR:
+                raise ConfigError([Problem(replication_key, (
+                    f"topic '{self.name}' cannot be created with replication factor {replication_factor} on "
+                    f"{self.clients.bootstrap} ({describe_client_error(e)}): set {replication_key} to at most the "
+                    "cluster's number of brokers, or -1 for the broker's default"))]) from e
+            if code == KafkaError.INVALID_CONFIG:
+                raise ConfigError(f"topic '{self.name}': the cluster refused its configs ({describe_client_error(e)})"
+                                  ) from e
+            if code != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise StateError(
                     f"topic '{self.name}' does not exist on {self.clients.bootstrap} and creating it failed "
                     f"({describe_client_error(e)}); create it with the cluster's tools, with the partitions "
@@ -317,9 +317,10 @@ class KafkaTopic:
 def list_kafka_topics(clients: KafkaClients, timeout_s: float = 30.0) -> list[str]:
     """The cluster's topics, without its internal ones (`__consumer_offsets`, `__transaction_state`)."""
     from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
 
     try:
-        md = client_classes().AdminClient(clients.admin()).list_topics(timeout=timeout_s)
+        md = AdminClient(clients.admin()).list_topics(timeout=timeout_s)
     except KafkaException as e:
         raise RetriableError(f"cannot list the topics of the Kafka cluster at {clients.bootstrap}: "
                              f"{describe_client_error(e)}") from e
@@ -327,10 +328,10 @@ def list_kafka_topics(clients: KafkaClients, timeout_s: float = 30.0) -> list[st
 
 
 def _group_consumer(clients: KafkaClients, group: str):
-    from confluent_kafka import KafkaException
+    from confluent_kafka import Consumer, KafkaException
 
     try:
-        return client_classes().Consumer({**clients.consumer, "group.id": group, "enable.auto.commit": "false"})
+        return Consumer({**clients.consumer, "group.id": group, "enable.auto.commit": "false"})
     except KafkaException as e:
         raise ConfigError(f"cannot create a Kafka consumer for group '{group}': {describe_client_error(e)}") from e
 
@@ -429,7 +430,7 @@ class _Producing:
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaException, Producer
         from pyspark import TaskContext
 
         settings = json.loads(self.settings)
@@ -452,7 +453,7 @@ class _Producing:
         config = {**settings, "delivery.report.only.error": True, "on_delivery": delivered,
                   "error_cb": _FatalErrors(settings.get("transactional.id"))}
         try:
-            producer = client_classes().Producer(config)
+            producer = Producer(config)
         except KafkaException as e:
             raise ConfigError(f"cannot create a Kafka producer for topic '{self.topic}': "
                               f"{describe_client_error(e)}") from e
@@ -498,9 +499,11 @@ class _Producing:
             self._settle(producer, errors, settings)
             if tx is not None:
                 tx.commit(seen, counts)
-        except BaseException:
+        except BaseException as e:
             if tx is not None:
                 tx.abort()
+            if isinstance(e, KafkaException):  # from flush() or poll(): a fenced producer says so there
+                raise _produce_failed(self.topic, None, e, settings.get("transactional.id")) from e
             raise
         parts = sorted(counts)
         yield pa.RecordBatch.from_pydict({"partition": parts, "count": [counts[p][0] for p in parts],
@@ -627,16 +630,17 @@ class _FatalErrors:
         raise RetriableError(f"the Kafka producer failed: {err.name()}: {err.str()}")
 
 
-def _produce_failed(topic: str, partition: int, e: BaseException, transactional_id: str | None) -> Exception:
+def _produce_failed(topic: str, partition: int | None, e: BaseException, transactional_id: str | None) -> Exception:
     from confluent_kafka import KafkaError
 
     code = e.args[0].code() if e.args and hasattr(e.args[0], "code") else None
+    where = f"topic '{topic}'" + ("" if partition is None else f" partition {partition}")
     if transactional_id and code in _FENCED_CODES:
         return _transaction_failed(transactional_id, "producing", e)
     if code == KafkaError.MSG_SIZE_TOO_LARGE:
-        return ConfigError(f"a record for topic '{topic}' partition {partition} is larger than the producer's "
+        return ConfigError(f"a record for {where} is larger than the producer's "
                            "message.max.bytes; raise producer.override.max.request.size (and the topic's "
                            f"max.message.bytes) or make the record smaller ({describe_client_error(e)})")
-    return RetriableError(f"producing to topic '{topic}' partition {partition} failed: {describe_client_error(e)}")
+    return RetriableError(f"producing to {where} failed: {describe_client_error(e)}")
 
 

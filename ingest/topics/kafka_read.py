@@ -72,16 +72,17 @@ CONSUME_MAX = 10_000
 # gap from idling once its last record is in.
 POLL_SECONDS = 0.05
 WATERMARK_TIMEOUT = 10.0
-# Client-side conditions librdkafka recovers from by itself: worth another try of the batch.
-_TRANSIENT = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_TIMED_OUT"})
+LEADER_WAIT_SECONDS = 0.2
+# Conditions the cluster or librdkafka recovers from by itself (a connection lost, a partition's leader
+# not elected or not known yet, as just after the topic was created): worth another try.
+_TRANSIENT = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_TIMED_OUT", "NOT_LEADER_FOR_PARTITION",
+                        "LEADER_NOT_AVAILABLE"})
 _TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME: LOG_APPEND_TIME}
 
 
 def new_consumer(config: Mapping[str, Any]) -> Consumer:
     """The one place consumers are made (a test replaces it with a double)."""
-    from ingest.topics.kafka import client_classes
-
-    return client_classes().Consumer(dict(config))
+    return Consumer(dict(config))
 
 
 def consumer_config(client: Mapping[str, str]) -> dict[str, Any]:
@@ -246,10 +247,19 @@ def _open(client: Mapping[str, str]) -> Consumer:
 
 
 def _watermarks(consumer: Consumer, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+    """A partition's offsets. A partition whose leader is not known yet (a topic just created, a leader
+    moving) is asked again until `timeout` has passed: that is a moment of the cluster, not an error."""
     tp = TopicPartition(topic, partition)
-    low, high = _kafka_call(lambda: consumer.get_watermark_offsets(tp, timeout=timeout),
-                            f"reading the offsets of {topic}-{partition}")
-    return low, high
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = _kafka_call(lambda: consumer.get_watermark_offsets(tp, timeout=timeout),
+                                    f"reading the offsets of {topic}-{partition}")
+            return low, high
+        except RetriableError:
+            if time.monotonic() + LEADER_WAIT_SECONDS > deadline:
+                raise
+            time.sleep(LEADER_WAIT_SECONDS)
 
 
 def _classified(error: KafkaError, what: str) -> LakeConnectError:

@@ -426,10 +426,12 @@ class TopicTable:
         return True
 
     def create(
-        self, partitions: int, configs: Mapping[str, Any] | None = None, *, if_not_exists: bool = False
+        self, partitions: int, configs: Mapping[str, Any] | None = None, *, if_not_exists: bool = False,
+        replication_factor: int = -1, replication_key: str = "",
     ) -> TopicDescription:
         """Create the topic with `partitions` partitions. An existing topic is a StateError, or, with
-        `if_not_exists`, left as it is (whatever its partition count, as Kafka's --if-not-exists)."""
+        `if_not_exists`, left as it is (whatever its partition count, as Kafka's --if-not-exists). A Delta
+        table has no replicas of its own (its store keeps it durable): the replication factor is not used."""
         if not isinstance(partitions, int) or partitions < 1:
             raise ConfigError(f"topic '{self.name}': partitions must be a positive integer, not {partitions!r}")
         configs = {str(k): str(v) for k, v in (configs or {}).items()}

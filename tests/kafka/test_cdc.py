@@ -1,6 +1,6 @@
 """The book's Debezium MySQL walk-through (ch. 5) with its topic in a Kafka cluster (`topic.backend=kafka`,
 exactly once by transactions, the default): the snapshot, an UPDATE, and a DELETE with its tombstone reach
-the test cluster over TCP (librdkafka's mock) with the same keys and values as a Delta topic gets, and an
+the test bed's real Kafka broker with the same keys and values as a Delta topic gets, and an
 S3 sink carries them on (CDC → Kafka → S3)."""
 
 from __future__ import annotations

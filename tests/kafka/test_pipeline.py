@@ -1,5 +1,5 @@
 """Connectors with their topics in a Kafka cluster (`topic.backend=kafka`), through the CLI as a user
-runs them, against the test cluster over TCP (librdkafka's mock cluster, tests/services/up.sh):
+runs them, against the test bed's real Kafka broker (tests/services/up.sh):
 
 - the book's S3 sink walk-through (ch. 5) reading its `orders` topic from Kafka writes the same objects
   as with Delta topics, and its positions are its consumer group's, `connect-<name>`: the connector
@@ -175,26 +175,46 @@ def test_topic_tools_on_kafka(tmp_path, kafka):
     assert r.returncode != 0 and f"topic '{topic}' already exists" in r.stderr
 
 
-def test_topics_are_created_with_the_partitions_asked(tmp_path):
-    """Through the admin API, which the mock cluster lacks: against the test double of a broker
-    (tests/kafka/fake_cluster.py), loaded by the product's LAKECONNECT_KAFKA_CLIENT_MODULE hook."""
-    from tests.conftest import REPO
-    from tests.kafka import fake_cluster
+def test_topics_are_created_with_the_partitions_configs_and_replicas_asked(tmp_path, kafka):
+    """Through the broker's admin API: the console tool's, and a source's KIP-158 topic creation."""
+    from confluent_kafka.admin import ConfigResource
 
-    cluster = tmp_path / "cluster"
-    cluster.mkdir()
-    env = {fake_cluster.DIR_ENV: str(cluster), "LAKECONNECT_KAFKA_CLIENT_MODULE": "tests.kafka.fake_cluster",
-           "PYTHONPATH": str(REPO)}
-    (tmp_path / "lake").mkdir()
-    worker = write_worker(tmp_path / "worker.properties", tmp_path / "lake", **{
-        "topic.backend": "kafka", "kafka.bootstrap.servers": "fake:9092"})
-    r = cli("topics", "create", "seven", "--partitions", "7", "--config", "cleanup.policy=compact",
-            worker=worker, env=env)
+    worker = kafka_worker(tmp_path, kafka)
+    seven = kafka.unique_topic("seven")
+    r = cli("topics", "create", seven, "--partitions", "7", "--config", "cleanup.policy=compact", worker=worker)
     assert r.returncode == 0, r.stderr
-    r = cli("topics", "describe", "seven", worker=worker, env=env)
-    assert r.returncode == 0 and "Topic: seven\tPartitionCount: 7" in r.stdout, r.stdout + r.stderr
-    r = cli("topics", "create", "seven", "--partitions", "7", "--if-not-exists", worker=worker, env=env)
+    r = cli("topics", "describe", seven, worker=worker)
+    assert r.returncode == 0 and f"Topic: {seven}\tPartitionCount: 7" in r.stdout, r.stdout + r.stderr
+    r = cli("topics", "create", seven, "--partitions", "7", "--if-not-exists", worker=worker)
     assert r.returncode == 0, r.stderr
+    admin = kafka.admin()
+    [described] = admin.describe_configs([ConfigResource("topic", seven)]).values()
+    assert described.result(30)["cleanup.policy"].value == "compact"
+
+    # A replication factor the one-broker cluster cannot hold: refused, naming the setting.
+    r = cli("topics", "create", kafka.unique_topic("three"), "--replication-factor", "3", worker=worker)
+    assert r.returncode == 2 and "--replication-factor" in r.stderr and "replication factor 3" in r.stderr, r.stderr
+
+    # A source creates its topics with topic.creation.default.* (partitions, replicas, topic configs).
+    (tmp_path / "in.txt").write_text("a\nb\n")
+    prefix = kafka.unique_topic("lines")
+    for name, replicas, code in ((prefix + "-one", "1", 0), (prefix + "-three", "3", 2)):
+        config = tmp_path / f"{name}.json"
+        config.write_text(json.dumps({"name": name, "config": {
+            "connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": name,
+            "topic.creation.default.partitions": "3", "topic.creation.default.replication.factor": replicas,
+            "topic.creation.default.retention.ms": "86400000"}}))
+        assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+        r = cli("run", name, worker=worker)
+        assert r.returncode == code, r.stderr
+        if code:
+            assert "topic.creation.default.replication.factor" in r.stderr, r.stderr
+            assert name not in admin.list_topics(timeout=10).topics
+            continue
+        md = admin.list_topics(name, timeout=10).topics[name]
+        assert len(md.partitions) == 3 and all(len(p.replicas) == 1 for p in md.partitions.values())
+        [described] = admin.describe_configs([ConfigResource("topic", name)]).values()
+        assert described.result(30)["retention.ms"].value == "86400000"
 
 
 def test_unreachable_brokers_fail_the_task_with_the_reason(tmp_path):

@@ -1,8 +1,7 @@
 """The S3 sink reading its topic from Kafka, killed at every step of a batch and inside its upload tasks,
 then run again: the objects, the lake's offsets and the consumer group `connect-<name>` are those of a
-run that never crashed. Against the test cluster over TCP (librdkafka's mock); the sink only reads, so
-the mock's lack of transactions does not matter here. Only the killed run is a CLI process; the others
-are made in this process (tests/conftest.py `run_here`)."""
+run that never crashed. Against the test bed's real Kafka broker. Only the killed run is a CLI process;
+the others are made in this process (tests/conftest.py `run_here`)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # tests/services/down.sh -- stop what tests/services/up.sh started (`make services-down`).
 #
 # Stops, by the pid files under .services/ (and only if the pid's command line is still the expected
-# program): the mock Kafka cluster, moto_server and the PRIVATE MariaDB instances (clean shutdown by SIGTERM,
+# program): the Kafka broker (its log dir removed: the next start makes a new one), moto_server and the PRIVATE MariaDB instances (clean shutdown by SIGTERM,
 # SIGKILL after a bounded wait). Never touches the machine's PostgreSQL or its MariaDB on 3306.
 # Removes .services/services.env. The MariaDB datadir is kept so the next up.sh is fast; pass --purge
 # to delete .services/ entirely. Safe to run any number of times.
@@ -61,8 +61,8 @@ stop() {
 }
 
 rm -f "$SVC/services.env"
-stop kafka   "$SVC/kafka/mock_kafka.pid"   mock_kafka.py                  10
-rm -f "$SVC/kafka/bootstrap" "$SVC/kafka/control"
+stop kafka   "$SVC/kafka/kafka.pid"        kafka.Kafka                    30
+rm -rf "$SVC/kafka/bootstrap" "$SVC/kafka/data"
 stop s3      "$SVC/moto.pid"               moto_server                    10
 for dir in "$SVC"/mariadb "$SVC"/mariadb[0-9]*; do
     [[ -d "$dir" ]] && stop "$(basename "$dir")" "$dir/mariadb.pid" "--datadir=$dir/data " 120

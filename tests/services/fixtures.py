@@ -6,9 +6,8 @@ Load with ``pytest_plugins = ["tests.services.fixtures"]`` in tests/conftest.py.
 into a dict and checks that every service answers; if the file is missing or a service is down the
 test FAILS (never skips): the services are part of the test suite, not optional extras.
 The other fixtures hand out one address each; ``s3_endpoint`` also sets the fake AWS credentials and
-region moto expects for the rest of the session. ``kafka`` also creates topics with a chosen partition
-count through the mock cluster's control server (its admin API cannot, and producing to an unknown
-topic auto-creates it with 4 partitions).
+region moto expects for the rest of the session. ``kafka`` also creates topics through the broker's
+admin API (the broker does not create topics on first use).
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ REQUIRED_KEYS = (
     "LAKECONNECT_TEST_POSTGRES_JDBC",
     "LAKECONNECT_TEST_S3_ENDPOINT",
     "LAKECONNECT_TEST_KAFKA_BOOTSTRAP",
-    "LAKECONNECT_TEST_KAFKA_CONTROL",
 )
 
 
@@ -101,8 +99,6 @@ def _check_kafka(env: dict[str, str]) -> None:
     from confluent_kafka.admin import AdminClient
 
     AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5)
-    host, _, port = env["LAKECONNECT_TEST_KAFKA_CONTROL"].rpartition(":")
-    _tcp(host, int(port))
 
 
 _CHECKS = {
@@ -197,53 +193,47 @@ def s3_endpoint(services: dict[str, str]):
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(services: dict[str, str]) -> str:
-    """bootstrap.servers of the librdkafka mock cluster (3 brokers; topics orders:5, topic-to-export:1)."""
+    """bootstrap.servers of the test bed's Kafka broker (topics orders:5, topic-to-export:1)."""
     return services["LAKECONNECT_TEST_KAFKA_BOOTSTRAP"]
 
 
 @dataclass(frozen=True)
 class KafkaService:
-    """The mock Kafka cluster: its bootstrap.servers and its topic control server (HOST:PORT)."""
+    """A Kafka cluster for tests: the test bed's broker, or the one KAFKA_BOOTSTRAP_SERVERS names."""
 
     bootstrap: str
-    control: str
 
-    def request(self, line: str) -> str:
-        """One request line to the control server (see tests/services/mock_kafka.py); its answer line."""
-        host, _, port = self.control.rpartition(":")
-        with socket.create_connection((host, int(port)), timeout=30) as conn:
-            conn.sendall(line.encode() + b"\n")
-            return conn.makefile("rb").readline().decode().strip()
+    def admin(self):
+        from confluent_kafka.admin import AdminClient
 
-    def create_topic(self, name: str, partitions: int) -> None:
-        """Create topic `name` with `partitions` partitions; fine if it already has exactly that many."""
-        if not self.control:  # a real broker: its admin API
-            from confluent_kafka.admin import AdminClient, NewTopic
+        return AdminClient({"bootstrap.servers": self.bootstrap})
 
-            future = AdminClient({"bootstrap.servers": self.bootstrap}).create_topics([NewTopic(name, partitions)])
-            future[name].result(30)
-            return
-        answer = self.request(f"create {name} {partitions}")
-        if answer == "ok" or answer == f"exists {partitions}":
-            return
-        if answer.startswith("exists"):
-            raise RuntimeError(f"topic {name} already exists, not known to have {partitions} partitions "
-                               f"(control server: {answer!r})")
-        raise RuntimeError(f"creating topic {name} with {partitions} partitions failed: {answer!r}")
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
+        """Create topic `name` through the admin API; fine if it already has exactly that many partitions."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import NewTopic
+
+        admin = self.admin()
+        future = admin.create_topics([NewTopic(name, partitions, 1, config=dict(configs or {}))])[name]
+        try:
+            future.result(30)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+            have = len(admin.list_topics(name, timeout=10).topics[name].partitions)
+            if have != partitions:
+                raise RuntimeError(f"topic {name} already exists with {have} partitions, not {partitions}") from e
 
     @staticmethod
     def unique_topic(prefix: str) -> str:
-        """A topic name no other test uses: the mock cluster lives for the whole session (and longer)."""
+        """A topic name no other test uses: the broker lives for the whole session."""
         return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(scope="session")
 def kafka(services: dict[str, str]) -> KafkaService:
-    """The mock Kafka cluster: ``.bootstrap``, ``.control``, ``.create_topic(name, partitions)``,
-    ``.unique_topic(prefix)``; or, when KAFKA_BOOTSTRAP_SERVERS names a real cluster, that one (topics
-    created through its admin API; it must allow transactions and create `connect-batch-markers`)."""
-    real = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    if real:
-        return KafkaService(bootstrap=real, control="")
-    return KafkaService(bootstrap=services["LAKECONNECT_TEST_KAFKA_BOOTSTRAP"],
-                        control=services["LAKECONNECT_TEST_KAFKA_CONTROL"])
+    """The test bed's Kafka broker: ``.bootstrap``, ``.create_topic(name, partitions)``,
+    ``.unique_topic(prefix)``; or, when KAFKA_BOOTSTRAP_SERVERS names another cluster, that one (it must
+    allow transactions and topic creation through the admin API)."""
+    return KafkaService(bootstrap=os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+                        or services["LAKECONNECT_TEST_KAFKA_BOOTSTRAP"])

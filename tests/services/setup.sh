@@ -9,8 +9,15 @@
 #    kernel and nbclient for the notebooks and tests/notebooks).
 #    The install is skipped when a stamp (hash of pyproject.toml + the extras + python version) says it ran.
 #    Set LAKECONNECT_FORCE_PIP=1 to force it.
+# 3. Compiles lakeconnect's Java functions (ingest/jvm).
+# 4. Fetches the test bed's Java artifacts with Maven (tests/services/fetch_jars.sh): a real Kafka broker,
+#    Kafka Connect and Debezium. `make demo` needs none of them.
+# With --base (what `make demo` runs), steps 1-3 only, and no Maven package: the demo needs none of step 4.
 # Idempotent; takes well under a second when everything is present.
 set -euo pipefail
+
+BASE=0
+[[ "${1:-}" == "--base" ]] && BASE=1
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -25,6 +32,7 @@ PACKAGES=(
     libxerial-sqlite-jdbc-java
     sqlite3
 )
+((BASE)) || PACKAGES+=(maven)  # step 4
 
 # --- 1. Debian packages ------------------------------------------------------------------------------
 if ! command -v dpkg-query >/dev/null 2>&1; then
@@ -81,3 +89,6 @@ fi
 
 # --- 3. lakeconnect's Java functions (Kafka's partitioner inside Spark's generated code) -------------
 "$VENV/bin/python" -m ingest.jvm
+
+# --- 4. The test bed's Java artifacts (Kafka broker, Kafka Connect, Debezium), fetched with Maven -------
+((BASE)) || bash "$ROOT/tests/services/fetch_jars.sh"

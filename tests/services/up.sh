@@ -11,12 +11,11 @@
 #             with pg_ctlcluster if it does not answer; database lakeconnect_test. If password-less
 #             access over TCP is refused, role postgres gets the password `postgres`.
 #   s3        moto_server on port $LAKECONNECT_S3_PORT (default 5055); log and pid under .services/.
-#   kafka     librdkafka's mock cluster (tests/services/mock_kafka.py, $LAKECONNECT_KAFKA_BROKERS
-#             brokers, default 3) with topics orders:5 topic-to-export:1 connect-batch-markers:1 (the
-#             batch markers of exactly-once sources, which the mock's admin API cannot create; override with
-#             $LAKECONNECT_KAFKA_TOPICS) plus lakeconnect-selftest:1 for the start-up check, and its
-#             topic control server (`create <topic> <partitions>` lines, see mock_kafka.py) on a random
-#             port, written to .services/kafka/control.
+#   kafka     a real Apache Kafka 4.x broker in KRaft mode (broker and controller in one JVM, from the jars
+#             `make setup` fetched into .jars/broker; settings by tests/services/kafka_broker.py) on
+#             127.0.0.1:$LAKECONNECT_KAFKA_PORT (default: a free port), its log dir new at every start
+#             under .services/kafka/; topics orders:5 topic-to-export:1 connect-batch-markers:1
+#             ($LAKECONNECT_KAFKA_TOPICS) and lakeconnect-selftest:1 created through the admin API.
 #
 # Writes every address to .services/services.env (KEY=value lines, read by tests/services/fixtures.py).
 # Idempotent: services already running (pid alive + answering) are reused. Prints one line per service;
@@ -35,9 +34,8 @@ MARIADB_PORT="${LAKECONNECT_MARIADB_PORT:-3316}"
 MARIADB_INSTANCES="${LAKECONNECT_MARIADB_INSTANCES:-2}"
 PG_PORT="${LAKECONNECT_POSTGRES_PORT:-5432}"
 S3_PORT="${LAKECONNECT_S3_PORT:-5055}"
-KAFKA_BROKERS="${LAKECONNECT_KAFKA_BROKERS:-3}"
+KAFKA_PORT="${LAKECONNECT_KAFKA_PORT:-0}"
 KAFKA_TOPICS="${LAKECONNECT_KAFKA_TOPICS:-orders:5 topic-to-export:1 connect-batch-markers:1}"
-KAFKA_SELFTEST_TOPIC="lakeconnect-selftest"
 DB="lakeconnect_test"
 
 now_us() { echo "${EPOCHREALTIME//[.,]/}"; }
@@ -316,53 +314,61 @@ start_moto() {
 }
 
 # ---------------------------------------------------------------------------------------------------
-# Kafka-protocol mock cluster
+# A real Apache Kafka broker (KRaft; tests/services/kafka_broker.py writes its settings and checks it)
 K_DIR="$SVC/kafka"
-K_PIDF="$K_DIR/mock_kafka.pid"
+K_PIDF="$K_DIR/kafka.pid"
 K_BOOT="$K_DIR/bootstrap"
-K_CTL="$K_DIR/control"
-K_LOG="$K_DIR/mock_kafka.log"
+K_LOG="$K_DIR/kafka.log"
+K_JARS="${LAKECONNECT_JARS:-$ROOT/.jars}/broker"
 KAFKA_BOOTSTRAP=""
-KAFKA_CONTROL=""
 
 start_kafka() {
     local pid started="" t0=$(now_us)
     mkdir -p "$K_DIR"
-    if ! pid="$(pid_of "$K_PIDF" mock_kafka.py "--brokers $KAFKA_BROKERS " "--control-file $K_CTL ")" \
-            || [[ ! -s "$K_BOOT" || ! -s "$K_CTL" ]]; then
-        if pid="$(pid_of "$K_PIDF" mock_kafka.py)"; then
-            fail kafka "mock_kafka.py pid $pid runs with other settings (or lost its bootstrap or control file): run tests/services/down.sh first"
+    if ! pid="$(pid_of "$K_PIDF" kafka.Kafka "$K_DIR/server.properties")" || [[ ! -s "$K_BOOT" ]]; then
+        if pid="$(pid_of "$K_PIDF" kafka.Kafka)"; then
+            fail kafka "broker pid $pid lost its bootstrap file: run tests/services/down.sh first"
             return 1
         fi
-        rm -f "$K_PIDF" "$K_BOOT" "$K_CTL"
-        # shellcheck disable=SC2086
-        nohup "$PY" "$HERE/mock_kafka.py" --brokers "$KAFKA_BROKERS" --bootstrap-file "$K_BOOT" \
-            --control-file "$K_CTL" --pid-file "$K_PIDF" $KAFKA_TOPICS "$KAFKA_SELFTEST_TOPIC:1" \
-            </dev/null >>"$K_LOG" 2>&1 9>&- &
+        if ! ls "$K_JARS"/kafka_2.13-*.jar >/dev/null 2>&1; then
+            fail kafka "no Kafka jars in ${K_JARS#"$ROOT"/}: run \`make setup\` (it fetches them with Maven)"
+            return 1
+        fi
+        rm -f "$K_PIDF" "$K_BOOT"
+        if ! "$PY" "$HERE/kafka_broker.py" prepare --dir "$K_DIR" --jars "$K_JARS" --port "$KAFKA_PORT" \
+                >"$K_BOOT.tmp" 2>"$K_LOG"; then
+            fail kafka "formatting the broker's log dir failed"; tail_log "$K_LOG"; return 1
+        fi
+        nohup java -Xms128m -Xmx768m -XX:+UseSerialGC -Xshare:auto \
+            -Dlog4j2.configurationFile="$K_DIR/log4j2.properties" -cp "$K_JARS/*" \
+            kafka.Kafka "$K_DIR/server.properties" </dev/null >>"$K_LOG" 2>&1 9>&- &
         pid=$!
+        echo "$pid" >"$K_PIDF"
+        mv "$K_BOOT.tmp" "$K_BOOT"
         started=" (started"
-        local deadline=$((SECONDS + WAIT))
-        until [[ -s "$K_BOOT" ]]; do  # mock_kafka.py writes the control file first
+        local deadline=$((SECONDS + WAIT)) port
+        port="$(cut -d: -f2 "$K_BOOT")"
+        until port_open "$port"; do
             if ! kill -0 "$pid" 2>/dev/null; then
-                fail kafka "mock_kafka.py (pid $pid) exited"; tail_log "$K_LOG"; return 1
+                fail kafka "the broker (pid $pid) exited during start-up"; tail_log "$K_LOG"; return 1
             fi
             if ((SECONDS >= deadline)); then
-                fail kafka "mock_kafka.py (pid $pid) wrote no bootstrap file within ${WAIT}s"
+                fail kafka "the broker (pid $pid) does not listen on port $port after ${WAIT}s"
                 tail_log "$K_LOG"; kill "$pid" 2>/dev/null; return 1
             fi
-            sleep 0.1
+            sleep 0.2
         done
     fi
-    if ! timeout $((WAIT + 10)) "$PY" "$HERE/mock_kafka.py" --check --bootstrap-file "$K_BOOT" \
-            --control-file "$K_CTL" --check-topic "$KAFKA_SELFTEST_TOPIC" --timeout "$WAIT" 2>>"$K_LOG"; then
-        fail kafka "produce/consume round trip (group.protocol=consumer) or control server check failed on $(cat "$K_BOOT" 2>/dev/null)"
+    KAFKA_BOOTSTRAP="$(cat "$K_BOOT")"
+    # shellcheck disable=SC2086
+    if ! timeout $((WAIT + 10)) "$PY" "$HERE/kafka_broker.py" check --bootstrap "$KAFKA_BOOTSTRAP" \
+            --timeout "$WAIT" $KAFKA_TOPICS 2>>"$K_LOG"; then
+        fail kafka "topic creation or produce/consume round trip failed on $KAFKA_BOOTSTRAP"
         tail_log "$K_LOG"
         return 1
     fi
-    KAFKA_BOOTSTRAP="$(cat "$K_BOOT")"
-    KAFKA_CONTROL="$(cat "$K_CTL")"
     [[ -n "$started" ]] && started="$started, ready in $(elapsed "$t0")s)"
-    ok kafka "$KAFKA_BOOTSTRAP pid $pid ($KAFKA_BROKERS-broker librdkafka mock, round trip OK, control $KAFKA_CONTROL)$started"
+    ok kafka "$KAFKA_BOOTSTRAP pid $pid (Apache Kafka $(basename "$K_JARS"/kafka_2.13-*.jar .jar | sed 's/kafka_2.13-//'), KRaft, round trip OK)$started"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -403,7 +409,6 @@ LAKECONNECT_TEST_POSTGRES_PASSWORD=$PG_PASSWORD
 LAKECONNECT_TEST_POSTGRES_DATABASE=$DB
 LAKECONNECT_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 LAKECONNECT_TEST_KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP
-LAKECONNECT_TEST_KAFKA_CONTROL=$KAFKA_CONTROL
 EOF
 mv "$ENV_FILE.tmp" "$ENV_FILE"
 echo "up.sh: all services up in $(elapsed "$START_TS")s; addresses in ${ENV_FILE#"$ROOT"/}"

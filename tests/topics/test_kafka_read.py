@@ -1,7 +1,8 @@
-"""Reading offset ranges of Kafka partitions into Spark, against the librdkafka mock cluster.
+"""Reading offset ranges of Kafka partitions into Spark, against the test bed's real Kafka broker.
 
-Topics are created by producing to a new name (the mock creates it with 4 partitions). What the mock
-cannot do is shown with a consumer double put in place of `kafka_read.new_consumer`; those tests say so.
+Each test's topics are new, made through the admin API with 4 partitions. What a broker cannot be made
+to do on request is shown with a consumer double put in place of `kafka_read.new_consumer`; those tests
+say so.
 """
 
 from __future__ import annotations
@@ -31,8 +32,15 @@ N = 1000
 BASE_MS = 1_700_000_000_000
 
 
-def _topic() -> str:
-    return f"kafka-read-{uuid.uuid4().hex}"
+def _topic(client=None, partitions: int = 4) -> str:
+    """A new topic's name; with `client`, the topic is made on its broker."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"kafka-read-{uuid.uuid4().hex}"
+    if client is not None:
+        admin = AdminClient(client)  # held until the answer: a client collected meanwhile drops the request
+        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    return name
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +63,7 @@ def _produce(client, topic, records) -> list[dict]:
 def produced(client) -> tuple[str, list[dict]]:
     """N keyed records with timestamps; most with headers (one of them valueless), some with none, a few
     tombstones."""
-    topic = _topic()
+    topic = _topic(client)
     records = [
         {
             "key": f"key-{i % 37}".encode(),
@@ -178,12 +186,16 @@ def test_watermarks_of_a_missing_topic_or_cluster(client):
 
 
 def test_offsets_below_the_log_start_are_an_error(client):
-    """The mock keeps a few MiB per partition and drops its oldest records beyond that, which moves the
-    log start offset as retention would (it cannot delete records on request: no DeleteRecords)."""
-    topic = _topic()
-    _produce(client, topic, [{"value": b"x" * 200_000, "partition": 0} for _ in range(40)])
+    """Records deleted below an offset (DeleteRecords, as retention would) move the log start offset."""
+    from confluent_kafka.admin import AdminClient
+
+    topic = _topic(client)
+    _produce(client, topic, [{"value": b"x" * 1000, "partition": 0} for _ in range(40)])
+    admin = AdminClient(client)
+    [done] = admin.delete_records([TopicPartition(topic, 0, 25)]).values()
+    done.result(30)
     low, high = watermarks(topic, client)[0]
-    assert 0 < low < high
+    assert (low, high) == (25, 40)
     with pytest.raises(StateError, match=rf"offsets 0\.\.{low - 1} of {topic}-0 are gone \(log start offset is {low}\)"):
         list(read_range(topic, RangeChunk(0, 0, high), client, 5))
     assert sum(b.num_rows for b in read_range(topic, RangeChunk(0, low, high), client, 5)) == high - low
@@ -206,9 +218,9 @@ def _transactions(client, topic) -> None:
 
 
 def test_transaction_markers_leave_gaps(spark, client):
-    """The mock writes transaction markers (real gaps in the offsets) but does not filter aborted records
-    under read_committed, so only the gaps and the stops around them are checked here."""
-    topic = _topic()
+    """Transaction markers are gaps in the offsets, and read_committed (the reader's default) skips the
+    aborted records: the range ends where it should without waiting for a record past it."""
+    topic = _topic(client)
     _transactions(client, topic)
     assert watermarks(topic, client)[0] == (0, 8)
 
@@ -218,7 +230,10 @@ def test_transaction_markers_leave_gaps(spark, client):
     started = time.monotonic()
     assert offsets(4, 5) == [] and offsets(7, 8) == []  # only a marker: ends at EOF, no record
     every = offsets(0, 8)
-    assert {0, 5, 6} <= set(every) and not {4, 7} & set(every)
+    assert every == [0, 5, 6]  # neither the markers nor the aborted records
+    uncommitted = [o for b in read_range(topic, RangeChunk(0, 0, 8), {**client, "isolation.level": "read_uncommitted"}, 5)
+                   for o in b.column("offset").to_pylist()]
+    assert uncommitted == [0, 1, 2, 3, 5, 6]
     df = read_kafka(spark, topic, {0: (0, 8)}, client, chunk=3, timeout=5)  # last chunk 6..7 ends at a marker
     assert sorted(r.offset for r in df.collect()) == every
     _produce(client, topic, [{"value": b"plain-8", "partition": 0}])
@@ -226,7 +241,7 @@ def test_transaction_markers_leave_gaps(spark, client):
     assert time.monotonic() - started < 15
 
 
-# --- a consumer double, for what the mock cannot be made to do --------------------------------------------
+# --- a consumer double, for what a broker cannot be made to do on request --------------------------------------------
 
 
 @dataclass
@@ -304,7 +319,7 @@ def _with(monkeypatch, consumer: FakeConsumer) -> FakeConsumer:
 
 def test_stops_when_the_position_reaches_the_end(monkeypatch):
     """A double: the position passes the end (a marker at end - 1) with neither a record at or past the
-    end nor an EOF, which the mock never produces on its own (it always sends the EOF as well)."""
+    end nor an EOF, which a broker does not do on request (it sends the EOF as well)."""
     consumer = _with(monkeypatch, FakeConsumer([[FakeMessage(0), FakeMessage(1)], [FakeMessage(3)]], 5))
     started = time.monotonic()
     batches = list(read_range("t", RangeChunk(0, 0, 5), {"bootstrap.servers": "b:9092"}, timeout=3))
@@ -326,7 +341,7 @@ def test_a_gap_at_the_start_is_checked_against_the_log_start(monkeypatch):
 
 
 def test_a_message_error_names_the_partition_and_offset(monkeypatch):
-    """A double: the mock cannot be made to fail a fetch with a broker error."""
+    """A double: a broker cannot be made to fail one fetch with an error on request."""
     denied = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
     consumer = _with(monkeypatch, FakeConsumer([[FakeMessage(0), FakeMessage(1, denied)]], 5))
     with pytest.raises(FatalError, match="reading t-0 at offset 1: TOPIC_AUTHORIZATION_FAILED"):

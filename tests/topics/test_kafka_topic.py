@@ -1,6 +1,6 @@
 """Topics in a Kafka cluster (`topic.backend=kafka`): client settings in three layers under the override
 policy, the producer path (Kafka's partitions, every delivery confirmed) and its errors, against the
-test cluster over TCP (librdkafka's mock cluster, started by tests/services/up.sh)."""
+test bed's real Kafka broker (started by tests/services/up.sh)."""
 
 from __future__ import annotations
 
