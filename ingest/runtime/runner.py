@@ -170,7 +170,7 @@ class BatchRunner:
             if plan.empty:
                 self.stores.runs.record(self.name, task_id, batch_id, EMPTY)
                 return BatchReport(self.name, task_id, None, EMPTY)
-            mark = self.topics.batch_mark()
+            mark = self.pipeline.policy.retrying(self.topics.batch_mark, KAFKA_PRODUCE, "reading the batch markers' end")
             self.stores.runs.record(self.name, task_id, batch_id, PLANNED,
                                     plan={**plan.to_json(), **({MARKERS_FROM: mark} if mark is not None else {})})
         marks = {MARKERS_FROM: mark} if mark is not None else {}
@@ -210,9 +210,10 @@ class BatchRunner:
                 tables, parts = {}, {}
                 for topic in sorted(topics):
                     tables[topic] = table = self._topic(topic)
-                    table.create(partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True,
-                                 replication_factor=self.setup.config[TOPIC_CREATION_REPLICATION],
-                                 replication_key=TOPIC_CREATION_REPLICATION)
+                    policy.retrying(lambda t=table: t.create(
+                        partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True,
+                        replication_factor=self.setup.config[TOPIC_CREATION_REPLICATION],
+                        replication_key=TOPIC_CREATION_REPLICATION), KAFKA_PRODUCE, f"creating topic '{topic}'")
                     parts[topic] = union_all(by_topic[topic])
                     if not isinstance(table, TopicTable):  # a topic table's staging selects its own columns
                         parts[topic] = parts[topic].drop(TOPIC)

@@ -184,7 +184,8 @@ class KafkaTopic:
             md = AdminClient(self.clients.admin()).list_topics(self.name, timeout=self.timeout_s)
         except KafkaException as e:
             raise RetriableError(f"cannot reach the Kafka cluster at {self.clients.bootstrap} to look up topic "
-                                 f"'{self.name}': {describe_client_error(e)}") from e
+                                 f"'{self.name}': {describe_client_error(e)}; check that the brokers are up and "
+                                 "that the worker's kafka.bootstrap.servers names them") from e
         t = md.topics.get(self.name)
         if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
             return None

@@ -228,8 +228,17 @@ def test_unreachable_brokers_fail_the_task_with_the_reason(tmp_path):
     assert cli("connectors", "create", str(config), worker=worker).returncode == 0
     r = cli("run", "fs", worker=worker)
     assert r.returncode == 75, r.stderr  # worth another try later: a scheduler retries it
-    assert "cannot reach the Kafka cluster at 127.0.0.1:1" in r.stderr
+    assert "cannot reach the Kafka cluster at 127.0.0.1:1" in r.stderr and "kafka.bootstrap.servers" in r.stderr
     status = json.loads(cli("connectors", "status", "fs", worker=worker).stdout)
     assert status["tasks"][0]["state"] == "FAILED"
     assert "cannot reach the Kafka cluster at 127.0.0.1:1" in status["tasks"][0]["trace"]
+
+    # With errors.retry.timeout the task tries again for that long, then fails the same way.
+    config.write_text(json.dumps({"name": "fs", "config": {
+        "connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": "lines",
+        "errors.retry.timeout": "1500", "errors.retry.delay.max.ms": "200"}}))
+    assert cli("connectors", "update", str(config), worker=worker).returncode == 0
+    r = cli("run", "fs", worker=worker)
+    assert r.returncode == 75, r.stderr
+    assert "(KAFKA_PRODUCE) still failing after" in r.stderr and "kafka.bootstrap.servers" in r.stderr, r.stderr[-2000:]
     assert json.loads(cli("offsets", "list", "fs", worker=worker).stdout)["offsets"] == []  # nothing committed

@@ -13,6 +13,7 @@
 # The poms are under tests/services/maven/. Maven's own repository (~/.m2) is the download cache; a
 # stamp (the poms' hash) makes a second run do nothing at all, not even start Maven. Nothing binary is
 # committed. A failed fetch names what could not be had and what still works without it; exit 1.
+# $LAKECONNECT_MAVEN_ARGS goes to Maven as it is (e.g. `-s settings.xml` for a mirror or a proxy).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -31,6 +32,15 @@ modules() {  # the modules this run fetches
     echo broker connect debezium23 debezium3
     ((${#PROFILE[@]})) && echo bench
     return 0
+}
+
+wanted() {  # group:artifact:version of what the modules' poms declare
+    local m
+    for m in "$@"; do
+        sed -n 's|.*<groupId>\([^<]*\)</groupId><artifactId>\([^<]*\)</artifactId><version>\([^<]*\)</version>.*|\1:\2:\3|p' \
+            "$POMS/$m/pom.xml"
+    done | sed "s/\${kafka.version}/$(sed -n 's|.*<kafka.version>\(.*\)</kafka.version>.*|\1|p' "$POMS/pom.xml")/" \
+         | grep -v -e log4j -e slf4j -e io.lakeconnect | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 
 stamp_of() {
@@ -59,11 +69,14 @@ log="$JARS/maven.log"
 mkdir -p "$JARS"
 pl="$(IFS=,; echo "${todo[*]}")"
 # One Maven run for every module; each module's jars go to a temporary directory, moved in place whole.
-if ! (cd "$POMS" && mvn -B -ntp "${PROFILE[@]}" -pl "$pl" dependency:copy-dependencies \
+# shellcheck disable=SC2086
+if ! (cd "$POMS" && mvn -B -ntp ${LAKECONNECT_MAVEN_ARGS:-} "${PROFILE[@]}" -pl "$pl" dependency:copy-dependencies \
         -DincludeScope=runtime -DoutputDirectory="$JARS/.incoming/\${project.artifactId}" >"$log" 2>&1); then
-    echo "setup: Maven could not fetch the $WHAT Java artifacts; from $log:" >&2
-    grep -E 'Could not (find|resolve|transfer)|Failed to (execute|read|collect)|Non-parseable|Unknown host|Connection' "$log" \
-        | sed 's/\x1b\[[0-9;]*m//g' | head -n 5 >&2 || tail -n 10 "$log" >&2
+    echo "setup: Maven could not fetch the $WHAT Java artifacts: $(wanted "${todo[@]}")" >&2
+    echo "       Maven said (the whole log is $log):" >&2
+    { grep -m1 -E '^\[ERROR\] .{10,}' "$log"
+      grep -m2 -E 'Could not (transfer|resolve|find)|Connect(ion)? (to|refused)|Unknown host|timed out' "$log"
+    } | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^/         /' | cut -c1-400 >&2
     echo "       Without them: \`make demo\` and lakeconnect itself work; $WITHOUT." >&2
     echo "       Check that Maven Central is reachable (a proxy in ~/.m2/settings.xml?) and run this again." >&2
     exit 1
