@@ -431,13 +431,14 @@ class _Producing:
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from confluent_kafka import KafkaException, Producer
+        from confluent_kafka import KafkaError, KafkaException, Producer
         from pyspark import TaskContext
 
         settings = json.loads(self.settings)
         batch = json.loads(self.batch) if self.batch else None
         part = TaskContext.get().partitionId()
         errors: list[str] = []
+        too_large: list[int] = []
         counts: dict[int, list[int]] = {}
         skip = 0
         if batch is not None:
@@ -450,6 +451,8 @@ class _Producing:
         def delivered(err, msg) -> None:  # called for failed deliveries only (delivery.report.only.error)
             if err is not None and len(errors) < 5:
                 errors.append(f"partition {msg.partition()}: {err.name()}: {err.str()}")
+                if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:  # the broker's limit: no retry will help
+                    too_large.append(msg.partition())
 
         config = {**settings, "delivery.report.only.error": True, "on_delivery": delivered,
                   "error_cb": _FatalErrors(settings.get("transactional.id"))}
@@ -488,7 +491,7 @@ class _Producing:
                         except KafkaException as e:
                             raise _produce_failed(topic, p, e, settings.get("transactional.id")) from e
                     if tx is not None and tx.due():
-                        self._settle(producer, errors, settings)
+                        self._settle(producer, errors, settings, too_large)
                         _count(counts, records, counted, i + 1)
                         counted = i + 1
                         tx.commit(seen + i + 1, counts)
@@ -497,7 +500,7 @@ class _Producing:
                 seen += n
                 if errors:
                     break
-            self._settle(producer, errors, settings)
+            self._settle(producer, errors, settings, too_large)
             if tx is not None:
                 tx.commit(seen, counts)
         except BaseException as e:
@@ -510,9 +513,13 @@ class _Producing:
         yield pa.RecordBatch.from_pydict({"partition": parts, "count": [counts[p][0] for p in parts],
                                           "bytes": [counts[p][1] for p in parts]})
 
-    def _settle(self, producer, errors: list[str], settings: Mapping[str, str]) -> None:
+    def _settle(self, producer, errors: list[str], settings: Mapping[str, str], too_large: list[int]) -> None:
         """Wait for every delivery; raise the first failures."""
         left = producer.flush(_FLUSH_TIMEOUT_S)
+        if too_large:
+            raise ConfigError(f"a record for topic '{self.topic}' partition {too_large[0]} is larger than the "
+                              "topic's max.message.bytes (the broker refused it); raise the topic's "
+                              f"max.message.bytes (kafka-configs --alter) or make the record smaller ({errors[0]})")
         if errors:
             raise RetriableError(f"producing to topic '{self.topic}' failed: " + "; ".join(errors))
         if left:

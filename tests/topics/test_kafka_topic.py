@@ -157,6 +157,14 @@ def test_a_record_too_large_names_the_setting_to_raise(spark, kafka):
         topic.append(df, app_id="test", version=1)
     assert topic.describe().end_offsets == {0: 0}
 
+    # The producer would send it, the topic's max.message.bytes refuses it: the broker's own limit.
+    small = kafka.unique_topic("small-messages")
+    kafka.create_topic(small, 1, {"max.message.bytes": "1000"})
+    with pytest.raises(ConfigError, match=f"topic '{small}' partition 0 is larger than the topic's "
+                                          "max.message.bytes .*MSG_SIZE_TOO_LARGE"):
+        KafkaTopic(_clients(kafka), small).append(df, app_id="test", version=1)
+    assert KafkaTopic(_clients(kafka), small).describe().end_offsets == {0: 0}
+
 
 def test_an_unreachable_cluster_is_a_retriable_error_within_the_timeout():
     clients = KafkaClients.from_configs({"kafka.bootstrap.servers": "127.0.0.1:1"})
