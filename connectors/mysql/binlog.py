@@ -238,12 +238,12 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
             names = [c.name for c in columns]
             for i, row in enumerate(event.rows):
                 if op == "u":
-                    before = _texts(columns, names, row["before_values"])
-                    after = _texts(columns, names, row["after_values"])
+                    before = _texts(columns, names, row["before_values"], row.get("before_none_sources"))
+                    after = _texts(columns, names, row["after_values"], row.get("after_none_sources"))
                 elif op == "c":
-                    before, after = None, _texts(columns, names, row["values"])
+                    before, after = None, _texts(columns, names, row["values"], row.get("none_sources"))
                 else:
-                    before, after = _texts(columns, names, row["values"]), None
+                    before, after = _texts(columns, names, row["values"], row.get("none_sources")), None
                 yield (base | n, "row", event.schema, event.table, lid, op, before, after, event.timestamp,
                        segment.file, start, i, event.packet.server_id, gtid, thread, q)
                 n += 1
@@ -262,8 +262,15 @@ def _schemas(tables) -> list[str] | None:
     return sorted(set(spec[0]) | set(extra))
 
 
-def _texts(columns, names, values: Mapping[str, Any]) -> list[str | None]:
-    return [c.text(values.get(name)) for c, name in zip(columns, names)]
+# The library reads an empty SET as None, and says so in the row's none_sources: Debezium writes "".
+_EMPTY_SET = "empty set"
+
+
+def _texts(columns, names, values: Mapping[str, Any], none_sources: Mapping[str, str] | None = None
+           ) -> list[str | None]:
+    empty = {n for n, why in (none_sources or {}).items() if why == _EMPTY_SET}
+    return ["" if name in empty and values.get(name) is None else c.text(values.get(name))
+            for c, name in zip(columns, names)]
 
 
 # --- the server's facts, on the driver ---------------------------------------------------------------

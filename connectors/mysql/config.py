@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingest.config.configdef import ConfigDef, Importance, NonEmptyString, Range, Type
+from ingest.config.configdef import ConfigDef, Importance, NonEmptyString, Range, Type, ValidString
 from ingest.errors import Problem
 
 HOSTNAME = "database.hostname"
@@ -38,6 +38,7 @@ TOMBSTONES_ON_DELETE = "tombstones.on.delete"
 INCLUDE_QUERY = "include.query"
 MAX_BATCH_SIZE = "max.batch.size"
 CONNECT_TIMEOUT_MS = "connect.timeout.ms"
+SSL_MODE = "database.ssl.mode"
 SCHEMA_HISTORY_PREFIX = "schema.history.internal."
 TRUNCATE_PREFIX = "column.truncate.to."
 MASK_PREFIX = "column.mask.with."
@@ -78,6 +79,10 @@ def mysql_config_def() -> ConfigDef:
         .define(TOPIC_PREFIX, Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
                 doc="Logical name of the server: prefix of every topic and the source partition. Never change "
                     "it once the connector has run.", group="Connection")
+        .define(SSL_MODE, Type.STRING, "preferred", ValidString.of("disabled", "preferred"), Importance.MEDIUM,
+                doc="Debezium's TLS mode, accepted so its connector JSON runs unchanged. Connections are never "
+                    "encrypted: 'preferred' (Debezium's default: TLS when the server offers it) connects as "
+                    "'disabled' does, and the modes that require TLS are refused.", group="Connection")
         .define(CONNECT_TIMEOUT_MS, Type.LONG, 30000, Range.at_least(1), Importance.LOW,
                 doc="How long to wait for a connection to the server.", group="Connection")
         .define(DATABASE_INCLUDE, Type.LIST, [], importance=Importance.HIGH,

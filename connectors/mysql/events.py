@@ -24,13 +24,13 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from connectors.mysql.types import Column, from_catalog
+from connectors.mysql.types import Column, default_expression, from_catalog
 from connectors.transforms.headers import header_array, header_text
 from ingest.jvm import batch_constant
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records import schema as S
 
-SOURCE_VERSION = "2.3.0.Final"
+SOURCE_VERSION = "2.3.4.Final"
 """source.version: the Debezium release whose event format these events follow."""
 SNAPSHOT_ENUM = S.ConnectSchema("string", True, "io.debezium.data.Enum", 1,
                                 parameters=(("allowed", "true,last,false,incremental"),), default="false")
@@ -374,7 +374,6 @@ _CHARSET_JDBC = {JDBC_TYPES[t] for t in ("CHAR", "VARCHAR", "LONGVARCHAR", "CLOB
                                           "LONGNVARCHAR", "NCLOB")}
 """Column.typeUsesCharset (DATALINK and SQLXML never come from MySQL)."""
 _DEFAULT_DIMENSIONS = {"decimal": (10, 0), "dec": (10, 0), "fixed": (10, 0), "numeric": (10, 0)}
-_EPOCH_TEXT = "1970-01-01 00:00:00"
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _QUALIFIED = rf"({_NAME})(?:\s*\.\s*({_NAME}))?"
 
@@ -480,7 +479,7 @@ def catalog_structure(columns: Sequence[dict], indexes: Sequence[dict], charset:
         if column["name"] in pk:
             column["optional"] = False
         out.append(column)
-        kinds[column["name"]] = from_catalog(row)
+        kinds[column["name"]] = from_catalog(row, mariadb)
     return Structure({"defaultCharsetName": charset, "primaryKeyColumnNames": pk, "columns": out, "comment": None},
                      kinds)
 
@@ -494,7 +493,7 @@ def _catalog_column(row: dict, table_charset: str | None, mariadb: bool) -> dict
     dims = [] if args is None or labels is not None else [a.strip() for a in args.split(",")]
     return _column(str(row["COLUMN_NAME"]), int(row["ORDINAL_POSITION"]), base, dims, labels, suffix,
                    row["IS_NULLABLE"] == "YES", row.get("CHARACTER_SET_NAME"), table_charset,
-                   _default_expression(row.get("COLUMN_DEFAULT"), extra, mariadb), "auto_increment" in extra.lower())
+                   default_expression(row.get("COLUMN_DEFAULT"), extra, mariadb), "auto_increment" in extra.lower())
 
 
 def _column(name: str, position: int, base: str, dims: list[str], labels: list[str] | None, suffix: list[str],
@@ -524,29 +523,6 @@ def _column(name: str, position: int, base: str, dims: list[str], labels: list[s
 def _option_texts(inner: str) -> list[str]:
     """'a','b''c' -> ["'a'", "'b''c'"]: each option's literal as written (Debezium keeps the quotes)."""
     return re.findall(r"'(?:[^'\\]|''|\\.)*'", inner)
-
-
-def _default_expression(text: str | None, extra: str, mariadb: bool) -> str | None:
-    """COLUMN_DEFAULT as Debezium's DefaultValueParserListener gives the DEFAULT clause SHOW CREATE TABLE prints."""
-    if text is None:
-        return None
-    text = str(text)
-    now = re.fullmatch(r"(?i)(current_timestamp|now)\s*(\(\s*\d*\s*\))?", text.strip())
-    if not mariadb:  # MySQL: literals unquoted, expressions marked DEFAULT_GENERATED
-        if "default_generated" in extra.lower():
-            return _EPOCH_TEXT if now else None
-        return text
-    if text == "NULL":
-        return None
-    if len(text) >= 2 and text[0] == text[-1] == "'":
-        return text[1:-1]  # the quotes only, as Debezium (a doubled quote stays doubled)
-    if re.fullmatch(r"(?i)b'[01]*'", text):
-        return text[2:-1]
-    if now:
-        return _EPOCH_TEXT
-    if re.fullmatch(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", text):
-        return text
-    return None  # an expression: Debezium keeps no default for it
 
 
 _FAMILY_TYPES = {"binary": "varbinary"}

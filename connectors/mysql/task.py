@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from pyspark import StorageLevel
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -47,7 +48,7 @@ from connectors.mysql.events import (
     shaping_of,
     table_changes_json,
 )
-from connectors.mysql.types import from_catalog
+from connectors.mysql.types import Column, from_catalog
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import FatalError, LakeConnectError
 from ingest.jvm import batch_constant
@@ -349,16 +350,30 @@ class MySqlSourceTask(SourceTask):
         return [(str(db), str(t)) for db, t in cur.fetchall() if (str(db), str(t)) in self.filter]
 
     def layout(self, cur, db: str, table: str) -> Layout:
-        cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
-                    "ORDER BY ORDINAL_POSITION", (db, table))
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, r)) for r in cur.fetchall()]
-        columns = tuple(from_catalog(r) for r in rows)
+        columns = self._catalog_columns(cur, db, table)
         cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA=%s AND "
                     "TABLE_NAME=%s AND CONSTRAINT_NAME='PRIMARY' ORDER BY ORDINAL_POSITION", (db, table))
         by_name = [c.name for c in columns]
         pk = tuple(by_name.index(str(r[0])) for r in cur.fetchall())
         return Layout(db, table, columns, pk)
+
+    def _catalog_columns(self, cur, db: str, table: str) -> tuple[Column, ...]:
+        mariadb = binlog.is_mariadb(cur)
+        cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+                    "ORDER BY ORDINAL_POSITION", (db, table))
+        names = [d[0] for d in cur.description]
+        return tuple(from_catalog(dict(zip(names, r)), mariadb) for r in cur.fetchall())
+
+    def _with_catalog(self, layout: Layout, catalog: dict) -> Layout:
+        """A table map's layout with what only the catalog knows (defaults, BINARY lengths, POINT, FLOAT(M,D)),
+        column by column where the catalog's column of that name is of the same kind. The catalog is read
+        now, not when the event was written: Debezium's own schema follows each DDL statement instead."""
+        key = (layout.db, layout.table)
+        if key not in catalog:
+            with self.cursor() as cur:
+                catalog[key] = {c.name: c for c in self._catalog_columns(cur, *key)}
+        known = catalog[key]
+        return replace(layout, columns=tuple(c.with_catalog(known.get(c.name)) for c in layout.columns))
 
     def _root(self) -> str:
         return os.path.join(self.context.lake_root, "_connect", "mysql", self.context.connector)
@@ -437,25 +452,37 @@ class MySqlSourceTask(SourceTask):
         staged = read_table(self.context.spark, d["staged"]).filter(F.col("t") >= 0)
         pos = plan.ranges[0].end
         ts_ms = int(d["ts_ms"])
-        last_seq = int(d["last_seq"])  # the snapshot's last event says snapshot=last
         rows = staged.select(
             "t", F.col("seq"), F.lit("r").alias("op"), F.lit(None).cast("array<string>").alias("before"), "after",
             batch_constant(F.lit(ts_ms).cast("long")).alias("src_ts_ms"),
-            F.when(F.col("seq") == batch_constant(F.lit(last_seq)), F.lit("last")).otherwise(F.lit("true")).alias("snap"),
             F.lit(pos["file"]).alias("file"), batch_constant(F.lit(int(pos["pos"])).cast("long")).alias("pos"),
             F.lit(0).alias("row"), F.lit(0).cast("long").alias("server_id"), F.lit(None).cast("string").alias("gtid"),
             F.lit(None).cast("long").alias("thread"), F.lit(None).cast("string").alias("query"))
+        # Each table's first and last row (a row per table), for the markers Debezium 2.3.4 puts in source.snapshot.
+        bounds = {r[0]: (r[1], r[2]) for r in staged.groupBy("t").agg(F.min("seq"), F.max("seq")).collect()}
         batches = []
         for i, (db, table, text) in enumerate(d["tables"]):
             events = self._events(Layout.from_json(db, table, text))
-            batches.append(events.records(rows.filter(F.col("t") == i).drop("t"), ts_ms, self.prefix))
+            first, last = bounds.get(i, (None, None))
+            table_rows = rows.filter(F.col("t") == i).drop("t")
+            table_rows = table_rows.select(*table_rows.columns[:5], _snapshot_marker(first, last, i == 0,
+                                                                                     i == len(d["tables"]) - 1),
+                                           *table_rows.columns[5:])
+            batches.append(events.records(table_rows, ts_ms, self.prefix))
         return batches
 
     def _events(self, layout: Layout) -> TableEvents:
         try:
-            return TableEvents(layout, self.shaping)
+            events = TableEvents(layout, self.shaping)
         except KeyError as e:
             raise FatalError(str(e.args[0])) from None
+        wide = [f"{c.name} DECIMAL({c.precision},{c.scale})" for c in (layout.columns[i] for i in events.kept)
+                if c.family == "decimal" and (c.precision or 0) > MAX_DECIMAL_DIGITS]
+        if wide:
+            raise FatalError(f"{layout.db}.{layout.table} has {', '.join(wide)}: more than {MAX_DECIMAL_DIGITS} "
+                             "digits, which this connector's records (Spark decimals) cannot hold, where Debezium "
+                             f"writes them. Leave the column out ({C.COLUMN_EXCLUDE}) or narrow it")
+        return events
 
     def _read_stream(self, plan: SourcePlan) -> list[RecordBatch]:
         spark = self.context.spark
@@ -487,12 +514,14 @@ class MySqlSourceTask(SourceTask):
             "tm", "db", "tbl", "seq", "op", "before", "after", (F.col("ts_sec") * 1000).alias("src_ts_ms"),
             F.lit(None).cast("string").alias("snap"), "file", "pos", "row", "server_id", "gtid", "thread", "query")
         batches = []
-        seen, counted = set(), None
+        seen, counted, catalog = set(), None, {}
         for m in maps:
             if m["tm"] in seen:
                 continue
             seen.add(m["tm"])
             layout = Layout.from_json(m["db"], m["tbl"], m["query"])
+            if self.filter.captures(layout.db, layout.table):
+                layout = self._with_catalog(layout, catalog)
             if self._is_signal_table(layout.db, layout.table):
                 self._record_signals(rows.filter(F.col("tm") == m["tm"]), layout, plan.ranges[0].end)
             if not self.filter.captures(layout.db, layout.table):
@@ -692,9 +721,26 @@ class MySqlSourceTask(SourceTask):
                           "committed: the next run reads the same range again")
 
 
+MAX_DECIMAL_DIGITS = 38  # Spark's DecimalType; MySQL's DECIMAL goes to 65
+
 DDL_ROWS = ("kind string, seq long, db string, tbl string, tm string, query string, file string, pos long, "
             "gtid string, server_id long, ts_sec long, thread long")
 DDL_PATTERN = r"(?is)^\s*(/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\s"
+
+
+def _snapshot_marker(first: int | None, last: int | None, first_table: bool, last_table: bool) -> SparkColumn:
+    """source.snapshot of a snapshot row as Debezium 2.3.4 marks it (RelationalSnapshotChangeEventSource): the last
+    row of the last table `last`, the first row of the first table `first`, else the last and first row of each
+    table `last_in_data_collection` and `first_in_data_collection`, the others `true`. The first and last
+    table are the first and last captured ones, even when empty: their rows then carry no first or last."""
+    if first is None:
+        return F.lit("true").alias("snap")
+    seq = F.col("seq")
+    return (F.when((seq == F.lit(last)) & F.lit(last_table), F.lit("last"))
+            .when((seq == F.lit(first)) & F.lit(first_table), F.lit("first"))
+            .when(seq == F.lit(last), F.lit("last_in_data_collection"))
+            .when(seq == F.lit(first), F.lit("first_in_data_collection"))
+            .otherwise(F.lit("true")).alias("snap"))
 
 
 def _db_only(table_filter: C.TableFilter, db: str | None) -> bool:

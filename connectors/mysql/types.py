@@ -20,7 +20,9 @@ record. The canonical texts:
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ingest.records import schema as S
@@ -49,6 +51,10 @@ _INFO_NAMES = {
     "mediumtext": "text", "longtext": "text", "binary": "binary", "varbinary": "binary", "tinyblob": "blob",
     "blob": "blob", "mediumblob": "blob", "longblob": "blob", "json": "json", "enum": "enum", "set": "set",
     "bit": "bit", "bool": "tinyint", "boolean": "tinyint",
+    # spatial types: the server's internal value (SRID, then WKB), as the binlog carries it
+    "geometry": "geometry", "point": "geometry", "linestring": "geometry", "polygon": "geometry",
+    "multipoint": "geometry", "multilinestring": "geometry", "multipolygon": "geometry",
+    "geometrycollection": "geometry",
 }
 
 
@@ -66,18 +72,39 @@ class Column:
     fsp: int = 0  # DATETIME/TIMESTAMP/TIME fractional digits
     bits: int = 0  # BIT(n)
     labels: tuple[str, ...] = ()  # ENUM/SET
+    # What only the catalog knows (a binlog table map has none of it), so left out of equality: a table map's
+    # column is the catalog's column. `with_catalog` copies them over.
+    default: str | None = field(default=None, compare=False)  # the DEFAULT's canonical text
+    length: int = field(default=0, compare=False)  # BINARY(n): n (the binlog drops trailing zero bytes)
+    subtype: str = field(default="", compare=False)  # POINT: "point"; FLOAT(M,D): "scaled" (DOUBLE to Debezium)
 
     def to_json(self) -> list:
         return [self.name, self.family, self.unsigned, self.nullable, self.binary, self.precision, self.scale,
-                self.fsp, self.bits, list(self.labels)]
+                self.fsp, self.bits, list(self.labels), self.default, self.length, self.subtype]
 
     @classmethod
     def from_json(cls, v: list) -> Column:
-        return cls(v[0], v[1], bool(v[2]), bool(v[3]), bool(v[4]), v[5], v[6], int(v[7]), int(v[8]), tuple(v[9]))
+        more = (v[10], int(v[11]), v[12]) if len(v) > 10 else (None, 0, "")
+        return cls(v[0], v[1], bool(v[2]), bool(v[3]), bool(v[4]), v[5], v[6], int(v[7]), int(v[8]), tuple(v[9]),
+                   *more)
+
+    def with_catalog(self, other: Column | None) -> Column:
+        """This column with the catalog's default, length and subtype, when `other` (the catalog's column
+        of that name) is still of the same kind."""
+        if other is None or other.name != self.name or other.family != self.family:
+            return self
+        return replace(self, default=other.default, length=other.length, subtype=other.subtype)
 
     # --- Debezium's schema ----------------------------------------------------------------------
 
     def connect_schema(self) -> S.ConnectSchema:
+        """Debezium's schema of the column, with its DEFAULT (JsonConverter then writes the default for a null,
+        as Debezium's records show)."""
+        schema = self._base_schema()
+        value = self.connect_default()
+        return schema.with_default(value) if value is not None else schema
+
+    def _base_schema(self) -> S.ConnectSchema:
         opt = self.nullable
         f = self.family
         if f in ("tinyint", "smallint"):
@@ -90,7 +117,7 @@ class Column:
         if f == "bigint":
             return S.ConnectSchema("int64", opt)
         if f == "float":
-            return S.ConnectSchema("float32", opt)
+            return S.ConnectSchema("float64" if self.subtype == "scaled" else "float32", opt)
         if f == "double":
             return S.ConnectSchema("float64", opt)
         if f == "decimal":
@@ -119,9 +146,34 @@ class Column:
             if self.bits <= 1:
                 return S.ConnectSchema("boolean", opt)
             return S.ConnectSchema("bytes", opt, "io.debezium.data.Bits", 1, parameters=(("length", str(self.bits)),))
-        if f in ("blob", "binary", "geometry") or self.binary:
+        if f == "geometry":
+            return replace(POINT_SCHEMA if self.subtype == "point" else GEOMETRY_SCHEMA, optional=opt)
+        if f in ("blob", "binary") or self.binary:
             return S.ConnectSchema("bytes", opt)
         return S.ConnectSchema("string", opt)
+
+    def connect_default(self) -> Any:
+        """The default as the Connect value its schema carries (spark_value's mirror, for one text)."""
+        t = self.default
+        if t is None:
+            return None
+        schema = self._base_schema()
+        f = self.family
+        if f == "timestamp":
+            return zoned(_EPOCH + dt.timedelta(microseconds=int(t)))
+        if f == "bit" and self.bits <= 1:
+            return t == "1"
+        if schema.name == S.DECIMAL:
+            return Decimal(t)
+        if schema.type == "bytes":
+            return bytes.fromhex(t.ljust(2 * self.length, "0"))
+        if schema.type == "string":
+            return t
+        if schema.type in ("float32", "float64"):
+            return float(t)
+        if schema.type == "struct":
+            return None
+        return int(t)
 
     @property
     def as_bytes(self) -> bool:
@@ -182,6 +234,35 @@ class Column:
             return bytes(v).decode("utf-8", "replace")
         return str(v)
 
+    def default_text(self, expression: str | None) -> str | None:
+        """The canonical text of a DEFAULT as `default_expression` gives it; None when Debezium keeps none."""
+        if expression is None or self.family == "geometry":
+            return None
+        f, e = self.family, expression.strip()
+        try:
+            if f == "time":
+                m = re.fullmatch(r"(-)?(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?", e)
+                if not m:
+                    return None
+                micros = ((int(m[2]) * 60 + int(m[3])) * 60 + int(m[4])) * 1_000_000 + int((m[5] or "").ljust(6, "0"))
+                return str(-micros if m[1] else micros)
+            value: Any = e
+            if f in _INTEGERS or f == "year":
+                value = int(Decimal(e))
+            elif f in ("float", "double"):
+                value = float(e)
+            elif f == "decimal":
+                value = Decimal(e)
+            elif f == "date":
+                value = dt.date.fromisoformat(e)
+            elif f in ("datetime", "timestamp"):
+                value = dt.datetime.fromisoformat(e)
+            elif self.as_bytes:
+                value = e.encode("utf-8")
+        except (ValueError, InvalidOperation):  # a zero date, an expression: Debezium has no default either
+            return None
+        return self.text(value)
+
     # --- canonical text, computed by the database in a snapshot query -----------------------------
 
     def sql_text(self, quoted: str) -> str:
@@ -206,7 +287,8 @@ class Column:
             return f"LOWER(HEX(REVERSE(UNHEX(LPAD(HEX({quoted}), {2 * n}, '0')))))"
         if self.as_bytes:
             return f"LOWER(HEX({quoted}))"
-        return f"CAST({quoted} AS CHAR)" if f in ("enum", "set") else quoted
+        # TEXT too: MariaDB's JSON is a LONGTEXT that JSON_ARRAY would embed as JSON, not as the text stored
+        return f"CAST({quoted} AS CHAR)" if f in ("enum", "set", "text") else quoted
 
     # --- canonical text -> Debezium value, in Spark ---------------------------------------------
 
@@ -220,12 +302,46 @@ class Column:
             return _trim_zoned(printed)
         if f == "bit" and self.bits <= 1:
             return text == F.lit("1")
+        if f == "geometry":
+            return _geometry(text, self.subtype == "point")
+        if f == "float" and self.subtype == "scaled":  # Debezium widens the FLOAT it read to a double
+            return text.cast("float").cast("double")
+        if f == "binary" and self.length:
+            return F.unhex(F.rpad(text, 2 * self.length, "0"))
         if schema.type == "bytes" and schema.name != S.DECIMAL:
             return F.unhex(text)
         if schema.type == "string":
             return text
         return text.cast(schema.to_spark_type())
 
+
+def _le_hex(text, start: int, size: int):
+    """The `size` bytes at hex position `start` (1-based) of `text`, most significant first."""
+    from pyspark.sql import functions as F
+
+    return F.concat(*[F.substring(text, start + 2 * i, 2) for i in reversed(range(size))])
+
+
+def _geometry(text, point: bool):
+    """Debezium's Geometry (wkb, srid) or Point (x, y, wkb, srid) struct of the server's spatial value, whose
+    hex is the SRID (4 bytes, little-endian), then the WKB (for a point: order, type, x, y as doubles)."""
+    from pyspark.sql import functions as F
+
+    srid = F.conv(_le_hex(text, 1, 4), 16, 10).cast("int")
+    fields = [F.unhex(F.substring(text, 9, 1 << 30)).alias("wkb"), F.when(srid != 0, srid).alias("srid")]
+    if point:
+        def double(start: int):  # the 8 bytes' IEEE bits, as Double.longBitsToDouble reads them
+            bits = F.conv(_le_hex(text, start, 8), 16, -10).cast("long")
+            return F.reflect(F.lit("java.lang.Double"), F.lit("longBitsToDouble"), bits).cast("double")
+        fields = [double(19).alias("x"), double(35).alias("y")] + fields
+    return F.when(text.isNotNull(), F.struct(*fields))
+
+
+GEOMETRY_SCHEMA = S.struct("io.debezium.data.geometry.Geometry", ("wkb", S.ConnectSchema("bytes")),
+                           ("srid", S.ConnectSchema("int32", True)), optional=True, version=1, doc="Geometry")
+POINT_SCHEMA = S.struct("io.debezium.data.geometry.Point", ("x", S.ConnectSchema("float64")),
+                        ("y", S.ConnectSchema("float64")), ("wkb", S.ConnectSchema("bytes", True)),
+                        ("srid", S.ConnectSchema("int32", True)), optional=True, version=1, doc="Geometry (POINT)")
 
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "bigint")
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -291,8 +407,9 @@ def from_table_map(event) -> tuple[list[Column], list[int]]:
     return cols, pk
 
 
-def from_catalog(row: dict) -> Column:
-    """A column from information_schema.COLUMNS (DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, ...)."""
+def from_catalog(row: dict, mariadb: bool = True) -> Column:
+    """A column from information_schema.COLUMNS (DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, ...);
+    `mariadb`: MariaDB quotes string defaults in COLUMN_DEFAULT, MySQL does not."""
     data_type = str(row["DATA_TYPE"]).lower()
     column_type = str(row["COLUMN_TYPE"]).lower()
     family = _INFO_NAMES.get(data_type, "varchar")
@@ -304,10 +421,42 @@ def from_catalog(row: dict) -> Column:
     bits = 0
     if family == "bit":
         bits = int(row.get("NUMERIC_PRECISION") or 1)
-    return Column(str(row["COLUMN_NAME"]), family, "unsigned" in column_type, row["IS_NULLABLE"] == "YES", binary,
-                  _int(row.get("NUMERIC_PRECISION")) if family == "decimal" else None,
-                  _int(row.get("NUMERIC_SCALE")) if family == "decimal" else None,
-                  _int(row.get("DATETIME_PRECISION")) or 0, bits, labels)
+    column = Column(str(row["COLUMN_NAME"]), family, "unsigned" in column_type, row["IS_NULLABLE"] == "YES", binary,
+                    _int(row.get("NUMERIC_PRECISION")) if family == "decimal" else None,
+                    _int(row.get("NUMERIC_SCALE")) if family == "decimal" else None,
+                    _int(row.get("DATETIME_PRECISION")) or 0, bits, labels)
+    subtype = ("point" if data_type == "point" else "scaled" if re.fullmatch(r"float\(\d+,\d+\).*", column_type)
+               else "")
+    length = int(row.get("CHARACTER_OCTET_LENGTH") or 0) if column_type.startswith("binary(") else 0
+    column = replace(column, subtype=subtype, length=length)
+    expression = default_expression(row.get("COLUMN_DEFAULT"), str(row.get("EXTRA") or ""), mariadb)
+    return replace(column, default=column.default_text(expression))
+
+
+_EPOCH_TEXT = "1970-01-01 00:00:00"
+
+
+def default_expression(text: str | None, extra: str, mariadb: bool) -> str | None:
+    """COLUMN_DEFAULT as Debezium's DefaultValueParserListener gives the DEFAULT clause SHOW CREATE TABLE prints."""
+    if text is None:
+        return None
+    text = str(text)
+    now = re.fullmatch(r"(?i)(current_timestamp|now)\s*(\(\s*\d*\s*\))?", text.strip())
+    if not mariadb:  # MySQL: literals unquoted, expressions marked DEFAULT_GENERATED
+        if "default_generated" in extra.lower():
+            return _EPOCH_TEXT if now else None
+        return text
+    if text == "NULL":
+        return None
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1]  # the quotes only, as Debezium (a doubled quote stays doubled)
+    if re.fullmatch(r"(?i)b'[01]*'", text):
+        return text[2:-1]
+    if now:
+        return _EPOCH_TEXT
+    if re.fullmatch(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", text):
+        return text
+    return None  # an expression: Debezium keeps no default for it
 
 
 def _int(v: Any) -> int | None:

@@ -131,7 +131,7 @@ def test_cdc_snapshot_equals_a_local_run(tmp_path, services, spark_cluster, stan
     snap = records(lakes["cluster"], topic)
     assert [json.loads(k)["payload"] for k, _ in snap] == [{"id": 1}, {"id": 2}]
     values = [json.loads(v)["payload"] for _, v in snap]
-    assert [(v["op"], v["before"], v["source"]["snapshot"]) for v in values] == [("r", None, "true"),
+    assert [(v["op"], v["before"], v["source"]["snapshot"]) for v in values] == [("r", None, "first"),
                                                                                   ("r", None, "last")]
     assert [(v["source"]["db"], v["source"]["table"]) for v in values] == [(name, "kafka_books")] * 2
     assert [v["after"] for v in values] == [

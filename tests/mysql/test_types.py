@@ -108,6 +108,34 @@ def test_spark_turns_the_text_into_debeziums_values(spark):
         {"type": "int64", "optional": False}  # the book's key: INT UNSIGNED -> int64
 
 
+def test_catalog_defaults_become_debeziums_schema_defaults():
+    """COLUMN_DEFAULT as MariaDB keeps it -> the default Debezium 2.3 puts in the column's schema (what
+    test_debezium_oracle.py checks against the real Debezium, here without services)."""
+    def column(data_type: str, column_type: str, default: str | None, **more) -> Column:
+        return from_catalog({"COLUMN_NAME": "c", "DATA_TYPE": data_type, "COLUMN_TYPE": column_type,
+                             "IS_NULLABLE": "YES", "COLUMN_DEFAULT": default, "EXTRA": "", **more})
+
+    def default(c: Column):
+        return c.connect_schema().to_json().get("default")
+
+    assert default(column("tinyint", "tinyint(4)", "-5")) == -5
+    assert default(column("decimal", "decimal(10,2)", "3.25", NUMERIC_PRECISION=10, NUMERIC_SCALE=2)) == "AUU="
+    assert default(column("bit", "bit(1)", "b'1'", NUMERIC_PRECISION=1)) is True
+    assert default(column("varchar", "varchar(20)", "'né'")) == "né"
+    assert default(column("set", "set('a','b','c')", "'c,a'")) == "a,c"
+    assert default(column("date", "date", "'2020-02-29'")) == 18321
+    assert default(column("time", "time(6)", "'-12:34:56.789012'", DATETIME_PRECISION=6)) == -45296789012
+    assert default(column("timestamp", "timestamp(3)", "current_timestamp(3)", DATETIME_PRECISION=3)) == \
+        "1970-01-01T00:00:00Z"  # Debezium's default for a clock: the epoch
+    assert default(column("datetime", "datetime", "'0000-00-00 00:00:00'")) is None  # a zero date: none
+    assert default(column("int", "int(11)", "NULL")) is None and default(column("int", "int(11)", None)) is None
+    assert column("float", "float(7,3)", None).connect_schema().type == "float64"  # FLOAT(M,D): a double
+    point = column("point", "point", None).connect_schema()
+    assert point.name == "io.debezium.data.geometry.Point"
+    assert [f.name for f in point.fields] == ["x", "y", "wkb", "srid"]
+    assert column("binary", "binary(4)", None, CHARACTER_OCTET_LENGTH=4).length == 4
+
+
 def test_segments_follow_the_binlog_files():
     logs = [("bin.000001", 900), ("bin.000002", 500), ("bin.000003", 300)]
     segs = binlog.segments(logs, binlog.Position("bin.000001", 400), binlog.Position("bin.000003", 200))
