@@ -136,9 +136,11 @@ class _Counted:
     """An upload that counts the bytes written to it."""
 
     def __init__(self, upload):
-        self.upload, self.size = upload, 0
+        self.upload, self.size, self.aborted = upload, 0, False
 
     def write(self, data) -> int:
+        if self.aborted:  # a format writer finishing after its object was aborted: pyarrow's ParquetWriter
+            return len(data)  # writes its footer when garbage-collected, which the aborted upload refuses
         self.size += len(data)
         self.upload.write(data)
         faults.executor_point("object-write")  # a crash with the object half-uploaded
@@ -148,6 +150,7 @@ class _Counted:
         self.upload.commit()
 
     def abort(self) -> None:
+        self.aborted = True
         self.upload.abort()
 
 

@@ -297,10 +297,15 @@ class KafkaTopic:
                               StructField("bytes", LongType())])
         produce = _Producing(self.name, self.clients.producer, batch)
         try:
-            rows = records.mapInArrow(produce, summary).groupBy("partition").sum("count", "bytes").collect()
+            # Each task reports a row per Kafka partition it produced: few enough to add up here, which
+            # spares a shuffle and a stage (tests/bench/bench_kafka.py's stage profile).
+            rows = records.mapInArrow(produce, summary).collect()
         except Exception as e:  # a producer's error, raised on an executor
             raise from_executor(e, f"producing to topic '{self.name}'") from None
-        parts = {int(r[0]): PartitionAppend(-1, -1, int(r[1])) for r in rows}
+        totals: dict[int, int] = {}
+        for r in rows:
+            totals[int(r[0])] = totals.get(int(r[0]), 0) + int(r[1])
+        parts = {p: PartitionAppend(-1, -1, c) for p, c in sorted(totals.items())}
         return AppendResult(self.name, -1, parts, sum(int(r[2]) for r in rows))
 
     # --- reading ---------------------------------------------------------------------------------

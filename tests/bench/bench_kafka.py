@@ -1,565 +1,416 @@
-"""Benchmark of the Kafka topic backend (not a test): a source's batch of --records records (~200 bytes of
-JSON each) produced into a Kafka topic, and the S3 sink reading that topic back, each against a bare
-confluent-kafka loop in the driver moving the same messages in the same run.
+"""Benchmark of the Kafka topic backend (not a test): lakeconnect against what a Spark user would run
+instead, Spark's own Kafka connector and a plain Spark job writing through s3a, on the same records in
+the same Spark process.
 
-    PYTHONPATH=. .venv/bin/python tests/bench/bench_kafka.py [--records 1000000] [--partitions 64] [--reps 2]
-        [--flush-size 1000] [--breakdown]
+    PYTHONPATH=. .venv/bin/python tests/bench/bench_kafka.py [--records 500000] [--partitions 64] [--reps 3]
+        [--flush-size 1000] [--warmup 100000]
 
-It uses the Kafka cluster named by --bootstrap (its topic control server: --control) and the S3 server
-named by --endpoint, or else by .services/services.env (`make services-up`), with a lake in a temporary
-directory. Every topic it writes is new, with a unique name (`lc-bench-...`, --partitions partitions,
-made through the control server: the test cluster caps a partition near 5 MiB, so 1M records need many);
-every bucket is new too (`lc-bench-kafka-...`) and is emptied and removed at the end. It deletes nothing
-else. In one Spark process (local[*]) it prints:
+It needs Spark's Kafka connector and hadoop-aws in .jars/bench/ (`bash tests/services/fetch_jars.sh
+--bench`), the Kafka broker named by --bootstrap and the S3 server named by --endpoint, or else by
+.services/services.env (`make services-up`), and makes a lake in a temporary directory. Every topic it
+writes is new (`lc-bench-<what>-<random>`, --partitions partitions, made through the admin API) and is
+deleted at the end, as are the consumer groups of its sink runs; every bucket is new (`lc-bench-kafka-...`)
+and is emptied and removed once counted. The batch markers topic of exactly-once appends is created when
+the broker lacks it, and kept. It prints:
 
-- source -> Kafka: the records as a source hands them to the runtime (columns seq, key = b"customer-<id %
-  10000>", value = JSON bytes; no partition, so Kafka's murmur2 of the key picks it), cached in Spark, then
-  `KafkaTopic.append` into a fresh topic, with exactly-once (the default: each Spark task produces in a
-  transaction of its own, with a marker in `connect-batch-markers`) and with
-  `exactly.once.source.support=disabled` (the idempotent producer alone); records/s and MB/s (key + value
-  bytes). Baseline: the same key and value bytes, taken out of the same DataFrame into Python lists before
-  the clock starts, produced by one Producer in the driver (the same settings: enable.idempotence=true,
-  acks=all, librdkafka's linger and batch defaults; `partitioner=murmur2_random`, Kafka's Java
-  partitioner, with `partition` unset, so the records land where lakeconnect puts them; no delivery
-  callback, poll(0) every 10,000 messages) into another fresh topic: produce + flush. The ratio
-  lakeconnect / baseline (goal >= 0.8) for each mode;
-- Kafka -> S3: the S3 sink (tasks.max 1, flush.size --flush-size) run through the Worker on the
-  exactly-once topic of the last rep, a fresh connector (`bk-<kind>-<random>`, hence a fresh consumer group
-  `connect-<name>`) and bucket each time: bytes (ByteArrayConverter + ByteArrayFormat, a pass-through) and
-  JSON (JsonConverter schemas.enable=false + JsonFormat); records/s of the records read, how many of them
-  closed objects hold (the run's records_written: a topic partition's records after its last full object
-  stay for the next batch, as in Kafka Connect, so flush.size must stay below a partition's ~records /
-  partitions records or nothing is written), the batch's steps. Baseline: one Consumer in the driver
-  (read_committed, as the sink's), every partition assigned from its log start, consume(num_messages=10000,
-  timeout 0.1 s) until every partition's position reached its end offset (or it reported EOF), the
-  values' lengths summed; the ratio sink / baseline. And the reader alone: `KafkaTopic.read(ranges)
-  .count()` against the same loop (the ratio isolates the reader's cost);
-- the floors: what no implementation on Spark can beat on this machine. Each baseline's CPU seconds are
-  read for the whole machine (/proc/stat: the test cluster's brokers and the S3 server share the cores).
-  Step 1: the records handed from Spark's cache to a Python function that only counts them (no partition
-  choice, no ordering, no producing) costs CPU seconds that the bare producer never spends. Step 2: the
-  sink's objects uploaded again with boto3 alone (`cores` threads) cost CPU seconds that the bare consumer
-  never spends. An implementation does the baseline's work and that too, so it takes at least their CPU
-  seconds spread over every core; baseline / that time is the best ratio possible here. /proc/stat counts
-  every process, so the floors mean something only on a machine that runs nothing else meanwhile;
-- memory: the driver's RSS and the JVM heap (in use after a full GC; the sum of the heap pools' peaks
-  during the step) after each step. The baseline's messages (Python bytes in the driver) are part of the
-  RSS after step 1.
+1. source -> Kafka: --records records as a source hands them to the runtime (seq, key = b"customer-<id %
+   10000>", value = JsonConverter JSON with its schema, ~460 bytes), cached in Spark, into a fresh topic
+   each: `KafkaTopic.append` with the idempotent producer (`exactly.once.source.support=disabled`) and
+   exactly-once (each Spark task produces in a transaction of its own, with a marker in
+   `connect-batch-markers`); against Spark's writer `df.select("key", "value").write.format("kafka")` of
+   the same DataFrame (`kafka.enable.idempotence=true`, `kafka.acks=all`, the Kafka client's other
+   defaults). Both put a record where Kafka's Java partitioner does (murmur2 of the key); the bench checks
+   the idempotent topics have the same counts per partition. Spark's writer has no transactions, so the
+   exactly-once append is compared with the same idempotent writer: its ratio is the price of the
+   transactions. Goals: idempotent >= 0.8x Spark's writer, exactly-once >= 0.7x;
+2. Kafka -> Spark: the exactly-once topic of the last rep read back, read_committed, its values' lengths
+   summed: lakeconnect's range reader (`KafkaTopic.read(ranges)`, ingest/topics/kafka_read.py) against
+   Spark's reader (`spark.read.format("kafka")` with startingOffsets/endingOffsets);
+3. Kafka -> S3: the S3 sink (tasks.max 1, flush.size --flush-size, JsonConverter with schemas,
+   DefaultPartitioner) run through the Worker on that topic, JsonFormat and ParquetFormat, a fresh
+   connector (so a fresh consumer group `connect-<name>`) and bucket each time; against a plain Spark job
+   reading the same ranges with Spark's reader, parsing the values with `from_json`, and writing the same
+   fields under `partition=<p>/`, at most flush.size records an object, with `write.json` / `write.parquet`
+   to `s3a://` (committers: tests/bench/spark_baseline.py). The sink writes only full objects (a
+   partition's records after its last full object wait for the next batch, as in Kafka Connect), the
+   plain job writes them all: both read every record, and records/s counts the records read. Goal >= 0.8x.
 
-With --breakdown it also splits step 1 (the same Spark plan as `append` ending in a Python function that
-only counts rows; that function also converting each Arrow batch to Python with `to_pydict` and walking
-the rows as `_Producing` does; and also producing them, without delivery callbacks or transactions, into
-a fresh topic) and step 2's reader (`read_range` over the same chunks in the driver, without Spark).
-
-A warm-up (min(--records, 100,000) records: code generation, Python workers, first connections) runs
-everything once untimed; then --reps reps, interleaved; the best and the median are shown. The machine's
-other load shows in every figure (the test cluster and the S3 server share the cores): compare figures
-of one run.
+A warm-up (min(--records, --warmup) records) runs every step of both sides once untimed (code generation,
+Python workers, the connectors' classes, first connections); then --reps reps, the sides' order rotated
+each rep; the median and the best are shown, and ratios of medians. For the last rep it also prints the
+Spark stages each step ran (tasks, wall time, the tasks' run and CPU time, shuffle bytes), from Spark's
+status store: where each side's time went. The machine's other load (the broker,
+the S3 server and whatever else runs) shows in every figure: compare figures of one run.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import shutil
-import socket
 import statistics
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from tests.bench.bench_jdbc import floor_ratio, jvm_heap_mib, machine_cpu_s, read_env, rss_mib, timed_cpu
-from tests.bench.s3util import remove_buckets, upload_again
+from tests.bench.bench_jdbc import read_env, rss_mib
+from tests.bench.s3util import remove_buckets
+from tests.bench.spark_baseline import (
+    envelope_fields,
+    kafka_read,
+    kafka_write,
+    objects,
+    purchase_value,
+    session_settings,
+    write_records,
+)
 
 SERVICES_ENV = Path(__file__).resolve().parents[2] / ".services" / "services.env"
 MARKERS_TOPIC = "connect-batch-markers"
 WARMUP_RECORDS = 100_000
-CONSUME_BATCH = 10_000
-CONSUME_WAIT = 0.1  # consume() returns at once when it fills its batch; this bounds the wait at the end
-POLL_EVERY = 10_000
-BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
-JSON = "org.apache.kafka.connect.json.JsonConverter"
-SINKS = {  # name: (value.converter, format.class)
-    "bytes": (BYTES, "io.confluent.connect.s3.format.bytearray.ByteArrayFormat"),
-    "json": (JSON, "io.confluent.connect.s3.format.json.JsonFormat"),
-}
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+BYTES_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+FORMATS = {"json": "io.confluent.connect.s3.format.json.JsonFormat",
+           "parquet": "io.confluent.connect.s3.format.parquet.ParquetFormat"}
 
 
-def create_topic(control: str, prefix: str, partitions: int) -> str:
-    """A new topic named `<prefix>-<random>`, made by the test cluster's control server."""
-    name = f"{prefix}-{uuid.uuid4().hex[:12]}"
-    host, _, port = control.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=30) as conn:
-        conn.sendall(f"create {name} {partitions}\n".encode())
-        answer = conn.makefile("rb").readline().decode().strip()
-    if answer != "ok":
-        raise RuntimeError(f"creating topic {name} with {partitions} partitions: control server said {answer!r}")
-    return name
+class Topics:
+    """Topics made through the admin API, deleted at the end; and the sink runs' consumer groups."""
+
+    def __init__(self, bootstrap: str, partitions: int):
+        from confluent_kafka.admin import AdminClient
+
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.partitions = partitions
+        self.made: list[str] = []
+        self.groups: list[str] = []
+
+    def create(self, what: str) -> str:
+        from confluent_kafka.admin import NewTopic
+
+        name = f"lc-bench-{what}-{uuid.uuid4().hex[:10]}"
+        self.made.append(name)
+        # The AdminClient (self.admin) stays referenced until the future resolves.
+        self.admin.create_topics([NewTopic(name, self.partitions, 1)], request_timeout=30)[name].result(60)
+        return name
+
+    def delete(self, names: list[str]) -> None:
+        names = [n for n in names if n in self.made]
+        if names:
+            for name, future in self.admin.delete_topics(names, request_timeout=60).items():
+                try:
+                    future.result(60)
+                    self.made.remove(name)
+                except Exception as e:  # noqa: BLE001 -- best effort; said, not hidden
+                    print(f"could not delete topic {name}: {e}")
+
+    def close(self) -> None:
+        self.delete(list(self.made))
+        if self.groups:
+            for name, future in self.admin.delete_consumer_groups(self.groups, request_timeout=60).items():
+                try:
+                    future.result(60)
+                except Exception as e:  # noqa: BLE001
+                    print(f"could not delete consumer group {name}: {e}")
 
 
 def records_frame(spark, records: int):
-    """The records as a source hands them to the runtime: seq, key, value (about 200 bytes of JSON)."""
+    """The records as a source hands them to the runtime: seq, key, value (JsonConverter JSON)."""
     from pyspark.sql import functions as F
 
-    i = F.col("id").cast("string")
     return spark.range(records).select(
         F.col("id").alias("seq"),
         F.concat(F.lit("customer-"), (F.col("id") % 10000).cast("string")).cast("binary").alias("key"),
-        F.concat(F.lit('{"id":'), i, F.lit(',"customer":"customer '), i,
-                 F.lit('","email":"customer'), i, F.lit('@example.com","quantity":'),
-                 (F.col("id") % 1000).cast("string"), F.lit(',"amount":'),
-                 ((F.col("id") % 100000) / 100).cast("string"),
-                 F.lit(',"note":"a note of some length, to make the record about two hundred bytes"}'),
-                 ).cast("binary").alias("value"))
+        purchase_value(F.col("id")).alias("value"))
 
 
-def end_offsets(settings: dict, topic: str) -> dict[int, tuple[int, int]]:
-    from ingest.topics.kafka_read import watermarks
+class Stages:
+    """Spark's stages since the last call, from the status store (the UI is off): where a step's time went."""
 
-    return watermarks(topic, settings, timeout=30)
+    def __init__(self, spark):
+        self.spark, self.seen = spark, -1
+        self.since()
 
-
-def bare_produce(settings: dict, topic: str, keys: list, values: list) -> float:
-    """One Producer in the driver: produce every message (partitioner murmur2_random), then flush."""
-    from confluent_kafka import Producer
-
-    producer = Producer({**settings, "partitioner": "murmur2_random"})
-    produce, poll = producer.produce, producer.poll
-    n = len(keys)
-    t = time.perf_counter()
-    for start in range(0, n, POLL_EVERY):
-        for k, v in zip(keys[start:start + POLL_EVERY], values[start:start + POLL_EVERY]):
-            while True:
-                try:
-                    produce(topic, v, k)
-                    break
-                except BufferError:  # the local queue is full: let deliveries drain it
-                    poll(0.1)
-        poll(0)
-    left = producer.flush(120)
-    took = time.perf_counter() - t
-    if left:
-        raise RuntimeError(f"baseline producer: {left} messages not delivered")
-    return took
+    def since(self) -> list[str]:
+        gw = self.spark.sparkContext._gateway
+        found = self.spark.sparkContext._jsc.sc().statusStore().stageList(
+            None, False, False, gw.new_array(gw.jvm.double, 0), None)
+        lines = []
+        for i in range(found.size()):
+            s = found.apply(i)
+            if s.stageId() <= self.seen:
+                continue
+            sub, end = s.submissionTime(), s.completionTime()
+            wall = (end.get().getTime() - sub.get().getTime()) / 1000 if sub.isDefined() and end.isDefined() else 0
+            lines.append(f"stage {s.stageId()}: {s.numTasks()} tasks, {wall:.2f} s, tasks' run {s.executorRunTime() / 1000:.2f}"
+                         f" s (JVM CPU {s.executorCpuTime() / 1e9:.2f} s), shuffle read {s.shuffleReadBytes() / 1e6:.0f} MB,"
+                         f" write {s.shuffleWriteBytes() / 1e6:.0f} MB")
+        self.seen = max([self.seen] + [found.apply(i).stageId() for i in range(found.size())])
+        return sorted(lines, key=lambda line: int(line.split()[1].rstrip(":")))
 
 
-def bare_consume(settings: dict, topic: str) -> tuple[float, int, int]:
-    """One Consumer in the driver, every partition assigned from its log start, consumed until each
-    partition's position reached its end offset (or it reported EOF): (seconds, records, value bytes)."""
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-
-    marks = end_offsets(settings, topic)
-    consumer = Consumer({**settings, "group.id": f"lc-bench-{uuid.uuid4().hex[:12]}", "enable.auto.commit": False,
-                         "enable.partition.eof": True, "auto.offset.reset": "error"})
-    pending = {p for p, (lo, hi) in marks.items() if hi > lo}
-    records = size = 0
-    try:
-        t = time.perf_counter()
-        consumer.assign([TopicPartition(topic, p, marks[p][0]) for p in sorted(pending)])
-        while pending:
-            for msg in consumer.consume(num_messages=CONSUME_BATCH, timeout=CONSUME_WAIT):
-                err = msg.error()
-                if err is None:
-                    records += 1
-                    size += len(msg.value())
-                elif err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())
-                else:
-                    raise KafkaException(err)
-            # A transactional topic ends in a commit marker, which is never delivered: the position says
-            # the partition is done before an EOF does (one fetch.wait.max.ms later).
-            for tp in consumer.position([TopicPartition(topic, p) for p in pending]):
-                if tp.offset >= marks[tp.partition][1]:
-                    pending.discard(tp.partition)
-        took = time.perf_counter() - t
-    finally:
-        consumer.close()
-    return took, records, size
+def median_best(seconds: list[float], records: int) -> str:
+    med, best = statistics.median(seconds), min(seconds)
+    return f"median {med:.2f} s = {records / med:,.0f} records/s (best {best:.2f} s = {records / best:,.0f}/s)"
 
 
-# --- the breakdown of `append` (--breakdown): the same plan, ending in less work --------------------------
-
-def _plan(df, partitions: int, tasks: int):
-    """`KafkaTopic.append`'s plan for records without timestamp and headers (ingest/topics/kafka.py)."""
-    from pyspark.sql import functions as F
-
-    from ingest.topics.table import (
-        HEADERS,
-        KEY,
-        PARTITION,
-        SEQ,
-        TIMESTAMP,
-        VALUE,
-        partition_choice,
-    )
-
-    types = {f.name: f.dataType for f in df.schema.fields}
-    return df.select(
-        partition_choice(types, partitions, 1, "bench").alias(PARTITION), F.col(SEQ).cast("long").alias(SEQ),
-        F.col(KEY).cast("binary").alias(KEY), F.col(VALUE).cast("binary").alias(VALUE),
-        F.unix_millis(F.lit(None).cast("timestamp")).alias(TIMESTAMP), F.array().alias(HEADERS),
-    ).repartition(tasks, PARTITION).sortWithinPartitions(PARTITION, SEQ)
-
-
-class _CountOnly:
-    def __call__(self, batches):
-        import pyarrow as pa
-
-        yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
-
-
-class _ToPython:
-    """to_pydict and the row loop of `_Producing`, without producing."""
-
-    def __call__(self, batches):
-        import pyarrow as pa
-
-        n = 0
-        for records in batches:
-            cols = records.to_pydict()
-            for p, k, v, ts, hs in zip(cols["partition"], cols["key"], cols["value"], cols["timestamp"],
-                                       cols["headers"]):
-                n += 1
-                headers = [(h["key"], h["value"]) for h in hs] if hs else None  # noqa: F841
-        yield pa.RecordBatch.from_pydict({"n": [n]})
-
-
-class _ProduceBare:
-    """The same, also producing each record to its partition: no delivery callback, no transaction."""
-
-    def __init__(self, topic: str, settings: dict):
-        self.topic, self.settings = topic, dict(settings)
-
-    def __call__(self, batches):
-        import pyarrow as pa
-        from confluent_kafka import Producer
-
-        producer = Producer(self.settings)
-        produce, poll = producer.produce, producer.poll
-        n = 0
-        for records in batches:
-            cols = records.to_pydict()
-            for p, k, v, ts, hs in zip(cols["partition"], cols["key"], cols["value"], cols["timestamp"],
-                                       cols["headers"]):
-                n += 1
-                headers = [(h["key"], h["value"]) for h in hs] if hs else None
-                while True:
-                    try:
-                        produce(self.topic, v, k, partition=p, timestamp=ts or 0, headers=headers)
-                        break
-                    except BufferError:
-                        poll(0.1)
-            poll(0)
-        if producer.flush(120):
-            raise RuntimeError("breakdown producer: messages not delivered")
-        yield pa.RecordBatch.from_pydict({"n": [n]})
+def ratio(ours: list[float], theirs: list[float], goal: float | None) -> str:
+    r = statistics.median(theirs) / statistics.median(ours)
+    best = min(theirs) / min(ours)
+    return f"{r:.2f}x (best/best {best:.2f}x)" + (f"; goal >= {goal}x: {'met' if r >= goal else 'NOT met'}"
+                                                  if goal else "")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--records", type=int, default=500_000)
     ap.add_argument("--partitions", type=int, default=64, help="partitions of every topic it creates")
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--flush-size", type=int, default=1000,
-                    help="the S3 sink's flush.size (below a partition's record count, or no object closes)")
-    ap.add_argument("--breakdown", action="store_true", help="also split step 1 and the reader into parts")
+                    help="the S3 sink's flush.size, and the plain job's maxRecordsPerFile")
+    ap.add_argument("--warmup", type=int, default=WARMUP_RECORDS, help="records of the untimed warm-up (at most "
+                    "--records)")
     ap.add_argument("--bootstrap", help="Kafka bootstrap servers (default: .services/services.env)")
-    ap.add_argument("--control", help="HOST:PORT of the test cluster's topic control server (default: same)")
     ap.add_argument("--endpoint", help="S3 endpoint URL (default: same)")
     args = ap.parse_args()
-
-    import boto3
-    from pyspark import StorageLevel
-
-    from ingest.config.worker import load_worker
-    from ingest.runtime.worker import Worker
-    from ingest.topics.kafka import KafkaClients, KafkaTopic
+    print("command: " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]))
 
     env = read_env(SERVICES_ENV)
     bootstrap = args.bootstrap or env.get("LAKECONNECT_TEST_KAFKA_BOOTSTRAP")
-    control = args.control or env.get("LAKECONNECT_TEST_KAFKA_CONTROL")
     endpoint = args.endpoint or env.get("LAKECONNECT_TEST_S3_ENDPOINT")
-    if not bootstrap or not control or not endpoint:
-        raise SystemExit(f"no Kafka cluster or S3 server: pass --bootstrap, --control and --endpoint, or start "
-                         f"the services ({SERVICES_ENV})")
+    if not bootstrap or not endpoint:
+        raise SystemExit(f"no Kafka broker or S3 server: pass --bootstrap and --endpoint, or start the services "
+                         f"({SERVICES_ENV})")
+    baseline_settings = session_settings(endpoint)  # exits first when the baseline jars are missing
+
+    import boto3
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from ingest.config.worker import load_worker
+    from ingest.runtime.worker import Worker
+    from ingest.topics.kafka import BatchMarkers, KafkaClients, KafkaTopic
+    from ingest.topics.kafka_read import watermarks
+
     for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                        ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(key, value)
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     tmp = Path(tempfile.mkdtemp(prefix="lakeconnect-bench-kafka-"))
+    topics = Topics(bootstrap, args.partitions)
     buckets: list[str] = []
     figures: dict[str, str] = {}
     try:
         worker = Worker(load_worker(None, {
             "lake.root": str(tmp / "lake"), "spark.master": "local[*]", "spark.driver.memory": "2g",
-            "topic.backend": "kafka", "kafka.bootstrap.servers": bootstrap}))
+            "topic.backend": "kafka", "kafka.bootstrap.servers": bootstrap, **baseline_settings}))
         t = time.perf_counter()
         spark = worker.spark()
         spark.range(1).count()
         cores = spark.sparkContext.defaultParallelism
-        print(f"spark start: {time.perf_counter() - t:.1f} s (default parallelism {cores}); cluster {bootstrap}")
+        print(f"spark start: {time.perf_counter() - t:.1f} s (default parallelism {cores}, {os.cpu_count()} "
+              f"cores, load average {os.getloadavg()[0]:.1f}); broker {bootstrap}, S3 {endpoint}")
         eos = KafkaClients.from_configs(worker.config.originals)
         plain = KafkaClients.from_configs({**worker.config.originals, "exactly.once.source.support": "disabled"})
         assert eos.transactions is not None and plain.transactions is None
-        if MARKERS_TOPIC not in set(_topics(eos)):
-            raise SystemExit(f"the cluster has no topic {MARKERS_TOPIC} (the batch markers of exactly-once "
-                             "appends); start the services with it")
+        BatchMarkers(eos, MARKERS_TOPIC).ensure()
         runs = iter(range(1, 1_000_000))
+        stages, profile = Stages(spark), {}
 
-        def memory(label: str) -> str:
-            heap, peak = jvm_heap_mib(spark)
-            line = f"RSS {rss_mib():.0f} MiB, JVM heap used {heap:.0f} MiB (peak during the step {peak:.0f} MiB)"
-            print(f"  memory after {label}: {line}")
-            return line
+        def ranges_of(topic: str) -> dict[int, tuple[int, int]]:
+            return watermarks(topic, eos.consumer, timeout=30)  # read_committed: ends at the last stable offset
 
-        # --- 1. source -> Kafka -------------------------------------------------------------------------
+        def counts(topic: str) -> list[int]:
+            return [hi - lo for _, (lo, hi) in sorted(ranges_of(topic).items())]
 
-        def frame(records: int):
-            df = records_frame(spark, records).persist(StorageLevel.MEMORY_ONLY)
-            df.count()
-            table = df.select("key", "value").toArrow()
-            keys, values = table.column("key").to_pylist(), table.column("value").to_pylist()
-            del table
-            return df, keys, values, sum(map(len, keys)) + sum(map(len, values))
+        # --- 1. source -> Kafka ------------------------------------------------------------------------
 
-        def append(clients, df, records: int, label: str) -> tuple[float, str, int]:
-            topic = create_topic(control, f"lc-bench-{label}", args.partitions)
-            jvm_heap_mib(spark)
+        def append(clients, label: str, df, records: int) -> tuple[float, str]:
+            topic = topics.create(label)
             t = time.perf_counter()
             result = KafkaTopic(clients, topic).append(df, app_id=f"bench-{label}-{next(runs)}", version=1)
             took = time.perf_counter() - t
             assert result.count == records, (result.count, records)
-            return took, topic, result.bytes
-
-        def handoff(df) -> tuple[float, float]:
-            """The records' keys and values handed from Spark's cache to a Python function that counts them:
-            (seconds, the machine's CPU seconds)."""
-            frame = df.select("key", "value").mapInArrow(_CountOnly(), "n long").groupBy().sum("n")
-            took, cpu, rows = timed_cpu(frame.collect)
-            assert rows[0][0] == args.records, rows
-            return took, cpu
-
-        def baseline_produce(keys, values) -> tuple[float, str]:
-            topic = create_topic(control, "lc-bench-bare", args.partitions)
-            took = bare_produce(dict(plain.producer), topic, keys, values)
-            got = sum(hi - lo for lo, hi in end_offsets(dict(plain.consumer), topic).values())
-            assert got == len(keys), (got, len(keys))
             return took, topic
 
-        warm = min(args.records, WARMUP_RECORDS)
-        df, keys, values, _ = frame(warm)
+        def spark_writer(df, records: int) -> tuple[float, str]:
+            topic = topics.create("spark")
+            t = time.perf_counter()
+            kafka_write(df, bootstrap, topic)
+            took = time.perf_counter() - t
+            assert sum(counts(topic)) == records, (counts(topic), records)
+            return took, topic
+
+        steps1 = {"spark": spark_writer,
+                  "idempotent": lambda df, n: append(plain, "idem", df, n),
+                  "exactly-once": lambda df, n: append(eos, "eos", df, n)}
+
+        def frame(records: int):
+            df = records_frame(spark, records).persist(StorageLevel.MEMORY_ONLY)
+            size = df.select(F.sum(F.length("value")).alias("v"), F.sum(F.length("key")).alias("k")).first()
+            return df, size["v"], size["k"]
+
+        warm = min(args.records, args.warmup)
         t = time.perf_counter()
-        _, warm_topic, _ = append(eos, df, warm, "eos")
-        append(plain, df, warm, "plain")
-        baseline_produce(keys, values)
+        df, warm_bytes, _ = frame(warm)
+        warm_topics = {name: step(df, warm)[1] for name, step in steps1.items()}
+        assert counts(warm_topics["spark"]) == counts(warm_topics["idempotent"]), "partition placement differs"
         df.unpersist()
-        del keys, values
-        print(f"warm-up ({warm:,} records, every step of 1): {time.perf_counter() - t:.1f} s")
+        print(f"warm-up of step 1 ({warm:,} records): {time.perf_counter() - t:.1f} s")
 
-        df, keys, values, size = frame(args.records)
-        mb = size / 1e6
-        print(f"records: {args.records:,} in Spark (cached) and in the driver, {mb:.0f} MB of keys and values; "
-              f"RSS {rss_mib():.0f} MiB")
+        df, value_bytes, key_bytes = frame(args.records)
+        print(f"records: {args.records:,} cached in Spark, {(value_bytes + key_bytes) / 1e6:.0f} MB of keys and "
+              f"values; RSS {rss_mib():.0f} MiB")
         print(f"1. source -> Kafka ({args.partitions} partitions per topic)")
-        times: dict[str, list[float]] = {"eos": [], "plain": [], "bare": []}
-        bare_cpu, handoffs = [], []
+        times1: dict[str, list[float]] = {name: [] for name in steps1}
         source_topic = None
-        handoff(df)  # untimed
         for rep in range(args.reps):
-            c = machine_cpu_s()
-            took, topic = baseline_produce(keys, values)
-            times["bare"].append(took)
-            bare_cpu.append(machine_cpu_s() - c)
-            handoffs.append(handoff(df))
-            took, source_topic, written = append(eos, df, args.records, "eos")
-            times["eos"].append(took)
-            assert written == size, (written, size)
-            took, _, _ = append(plain, df, args.records, "plain")
-            times["plain"].append(took)
-            print(f"  rep {rep + 1}: bare producer {times['bare'][-1]:.2f} s ({bare_cpu[-1]:.1f} CPU-s), append "
-                  f"exactly-once {times['eos'][-1]:.2f} s, append idempotent only {times['plain'][-1]:.2f} s; "
-                  f"the hand-off alone {handoffs[-1][0]:.2f} s ({handoffs[-1][1]:.1f} CPU-s)")
-        figures["memory after step 1"] = memory("step 1")
-
-        def rate(seconds: float, megabytes: float | None = mb) -> str:
-            mbs = f", {megabytes / seconds:.1f} MB/s" if megabytes is not None else ""
-            return f"{seconds:.2f} s = {args.records / seconds:,.0f} records/s{mbs}"
-
-        def best_median(label: str, values_s: list[float], megabytes: float | None = mb) -> None:
-            figures[label] = (f"best {rate(min(values_s), megabytes)}; median "
-                              f"{rate(statistics.median(values_s), megabytes)}")
-
-        best_median("1. baseline: bare Producer in the driver (murmur2_random, idempotent, acks=all)", times["bare"])
-        best_median("1. append, exactly-once (transactions)", times["eos"])
-        best_median("1. append, idempotent only (exactly.once.source.support=disabled)", times["plain"])
-        for mode, label in (("eos", "exactly-once"), ("plain", "idempotent only")):
-            figures[f"1. ratio append {label} / baseline"] = (
-                f"{min(times['bare']) / min(times[mode]):.2f} (best), "
-                f"{statistics.median(times['bare']) / statistics.median(times[mode]):.2f} (median); goal >= 0.8")
-        best_bare = min(range(args.reps), key=lambda i: times["bare"][i])
-        handoff_s, handoff_cpu = min(handoffs)
-        floor, possible = floor_ratio(times["bare"][best_bare], bare_cpu[best_bare], handoff_cpu, os.cpu_count())
-        figures["1. floor"] = (
-            f"the bare producer keeps the machine busy {bare_cpu[best_bare] / times['bare'][best_bare]:.1f} of "
-            f"{os.cpu_count()} cores ({bare_cpu[best_bare]:.1f} CPU-s); handing the records from Spark to Python "
-            f"alone takes {handoff_s:.2f} s, {handoff_cpu:.1f} CPU-s; so an append takes at least {floor:.2f} s: "
-            f"the best ratio possible here is {possible:.2f}")
-
-        if args.breakdown:
-            parts: dict[str, list[float]] = {"spark": [], "python": [], "produce": []}
-            tasks = min(args.partitions, cores)
-            for rep in range(args.reps + 1):  # the first is a warm-up
-                t = time.perf_counter()
-                n = _plan(df, args.partitions, tasks).mapInArrow(_CountOnly(), "n long").groupBy().sum("n").collect()
-                spark_s = time.perf_counter() - t
-                t = time.perf_counter()
-                n2 = _plan(df, args.partitions, tasks).mapInArrow(_ToPython(), "n long").groupBy().sum("n").collect()
-                python_s = time.perf_counter() - t
-                topic = create_topic(control, "lc-bench-parts", args.partitions)
-                t = time.perf_counter()
-                n3 = (_plan(df, args.partitions, tasks).mapInArrow(_ProduceBare(topic, dict(plain.producer)), "n long")
-                      .groupBy().sum("n").collect())
-                produce_s = time.perf_counter() - t
-                assert n[0][0] == n2[0][0] == n3[0][0] == args.records, (n, n2, n3)
-                if rep:
-                    parts["spark"].append(spark_s)
-                    parts["python"].append(python_s)
-                    parts["produce"].append(produce_s)
-            figures["1. breakdown: append's Spark plan, rows counted in Python"] = f"{min(parts['spark']):.2f} s (best)"
-            figures["1. breakdown: + to_pydict and the row loop"] = f"{min(parts['python']):.2f} s (best)"
-            figures["1. breakdown: + produce (no delivery callback, no transaction)"] = f"{min(parts['produce']):.2f} s (best)"
-            print("  breakdown (best of reps): Spark plan {:.2f} s, + Python rows {:.2f} s, + produce {:.2f} s".format(
-                min(parts["spark"]), min(parts["python"]), min(parts["produce"])))
-
+            order = list(steps1)[rep % 3:] + list(steps1)[:rep % 3]
+            made = {}
+            for name in order:
+                stages.since()
+                took, made[name] = steps1[name](df, args.records)
+                times1[name].append(took)
+                if rep == args.reps - 1:
+                    profile[name] = stages.since()
+            same = counts(made["spark"]) == counts(made["idempotent"])
+            assert same, "Spark's writer and lakeconnect put records in different partitions"
+            if source_topic:
+                topics.delete([source_topic])
+            source_topic = made.pop("exactly-once")  # read back in steps 2 and 3
+            topics.delete(list(made.values()))
+            print(f"  rep {rep + 1} ({', '.join(order)}): " + ", ".join(
+                f"{name} {times1[name][-1]:.2f} s" for name in steps1) + f"; load average {os.getloadavg()[0]:.1f}")
         df.unpersist()
-        del keys, values
-        gc.collect()
+        n = args.records
+        figures["1. Spark's writer, format(\"kafka\") (idempotent, acks=all)"] = median_best(times1["spark"], n)
+        figures["1. lakeconnect append, idempotent"] = median_best(times1["idempotent"], n)
+        figures["1. lakeconnect append, exactly-once (transactions)"] = median_best(times1["exactly-once"], n)
+        figures["1. ratio idempotent / Spark's writer"] = ratio(times1["idempotent"], times1["spark"], 0.8)
+        figures["1. ratio exactly-once / Spark's writer (which has no transactions)"] = ratio(
+            times1["exactly-once"], times1["spark"], 0.7)
 
-        # --- 2. Kafka -> S3 ----------------------------------------------------------------------------
+        # --- 2. Kafka -> Spark: the readers --------------------------------------------------------------
 
-        def sink(kind: str, topic: str) -> tuple[float, int, int, int, dict]:
-            """A fresh connector and bucket: (seconds, records read, records in objects, objects, steps)."""
+        def ours_read(topic: str) -> float:
+            ranges = ranges_of(topic)
+            t = time.perf_counter()
+            got = KafkaTopic(eos, topic).read(ranges).select(F.sum(F.length("value"))).first()[0]
+            took = time.perf_counter() - t
+            assert got == expected_bytes[topic], (got, expected_bytes[topic])
+            return took
+
+        def spark_read(topic: str) -> float:
+            ranges = ranges_of(topic)
+            t = time.perf_counter()
+            got = kafka_read(spark, bootstrap, topic, ranges).select(F.sum(F.length("value"))).first()[0]
+            took = time.perf_counter() - t
+            assert got == expected_bytes[topic], (got, expected_bytes[topic])
+            return took
+
+        # --- 3. Kafka -> S3 -----------------------------------------------------------------------------
+
+        def new_bucket() -> str:
             bucket = f"lc-bench-kafka-{uuid.uuid4().hex[:10]}"
             s3.create_bucket(Bucket=bucket)
             buckets.append(bucket)
-            name = f"bk-{kind}-{uuid.uuid4().hex[:8]}"  # short: "connect-<name>" within 32 characters
-            converter, fmt = SINKS[kind]
+            return bucket
+
+        def done_with(bucket: str) -> tuple[int, int]:
+            found = objects(s3, bucket)
+            remove_buckets(s3, [bucket])  # moto keeps objects in memory
+            buckets.remove(bucket)
+            return found
+
+        def sink(fmt: str, topic: str) -> tuple[float, int, int]:
+            """lakeconnect's S3 sink: (seconds, objects, records in objects)."""
+            bucket = new_bucket()
+            name = f"bk-{fmt}-{uuid.uuid4().hex[:8]}"  # short: "connect-<name>" within 32 characters
+            topics.groups.append(f"connect-{name}")
             worker.create(name, {
                 "name": name, "connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": topic,
-                "key.converter": BYTES, "value.converter": converter, "value.converter.schemas.enable": "false",
-                "s3.bucket.name": bucket, "store.url": endpoint, "format.class": fmt,
+                "key.converter": BYTES_CONVERTER, "value.converter": JSON_CONVERTER,
+                "s3.bucket.name": bucket, "store.url": endpoint, "format.class": FORMATS[fmt],
                 "flush.size": str(args.flush_size), "tasks.max": "1"})
-            jvm_heap_mib(spark)
             t = time.perf_counter()
             reports = worker.run(name)
             took = time.perf_counter() - t
             assert len(reports) == 1 and reports[0].outcome == "COMMITTED", reports
-            in_objects = worker.status(name, runs=1)["runs"][0]["records_written"]
-            objects = sum(len(page.get("Contents", []))
-                          for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket))
-            return took, reports[0].records, in_objects, objects, reports[0].timings_ms, bucket
+            written = worker.status(name, runs=1)["runs"][0]["records_written"]
+            return took, done_with(bucket)[0], written
 
-        def raw_read(topic: str) -> tuple[float, int]:
-            d = KafkaTopic(eos, topic).describe()
-            ranges = {p: (d.start_offsets[p], d.end_offsets[p]) for p in range(d.partitions)}
+        def plain_job(fmt: str, topic: str) -> tuple[float, int, int]:
+            """Spark's reader, from_json, write.json / write.parquet via s3a: (seconds, objects, records)."""
+            bucket = new_bucket()
+            ranges = ranges_of(topic)
             t = time.perf_counter()
-            n = KafkaTopic(eos, topic).read(ranges).count()
-            return time.perf_counter() - t, n
+            write_records(envelope_fields(kafka_read(spark, bootstrap, topic, ranges)), fmt,
+                          f"s3a://{bucket}/topics/{topic}", args.flush_size)
+            took = time.perf_counter() - t
+            return took, done_with(bucket)[0], records_of[topic]  # offsets count transaction markers too
 
-        def driver_read(topic: str) -> tuple[float, int]:
-            from ingest.topics.kafka_read import (
-                DEFAULT_CHUNK,
-                DEFAULT_TIMEOUT,
-                read_range,
-                split,
-            )
+        steps2 = {"read ours": ours_read, "read spark": spark_read}
+        for fmt in FORMATS:
+            steps2[f"{fmt} sink"] = lambda topic, fmt=fmt: sink(fmt, topic)
+            steps2[f"{fmt} plain"] = lambda topic, fmt=fmt: plain_job(fmt, topic)
 
-            d = KafkaTopic(eos, topic).describe()
-            ranges = {p: (d.start_offsets[p], d.end_offsets[p]) for p in range(d.partitions)}
-            t = time.perf_counter()
-            n = sum(b.num_rows for c in split(ranges, DEFAULT_CHUNK)
-                    for b in read_range(topic, c, dict(eos.consumer), DEFAULT_TIMEOUT))
-            return time.perf_counter() - t, n
-
+        expected_bytes = {warm_topics["exactly-once"]: warm_bytes, source_topic: value_bytes}
+        records_of = {warm_topics["exactly-once"]: warm, source_topic: args.records}
         t = time.perf_counter()
-        for kind in SINKS:
-            sink(kind, warm_topic)
-        raw_read(warm_topic)
-        bare_consume(dict(eos.consumer), warm_topic)
-        print(f"warm-up of step 2 ({warm:,} records): {time.perf_counter() - t:.1f} s")
-        print(f"2. Kafka -> S3 (topic {source_topic}, flush.size {args.flush_size}, tasks.max 1)")
-        results: dict[str, list] = {kind: [] for kind in SINKS}
-        consume_times, read_times, driver_times, consume_cpu = [], [], [], []
-        uploads: dict[str, list] = {kind: [] for kind in SINKS}
+        for step in steps2.values():
+            step(warm_topics["exactly-once"])
+        topics.delete(list(warm_topics.values()))
+        print(f"warm-up of steps 2 and 3 ({warm:,} records): {time.perf_counter() - t:.1f} s")
+        print(f"2./3. Kafka -> Spark, Kafka -> S3 (topic {source_topic}, read_committed; flush.size "
+              f"{args.flush_size}, tasks.max 1)")
+        times2: dict[str, list[float]] = {name: [] for name in steps2}
+        details: dict[str, tuple[int, int]] = {}
+        pairs = [("read ours", "read spark")] + [(f"{f} sink", f"{f} plain") for f in FORMATS]
         for rep in range(args.reps):
-            c = machine_cpu_s()
-            took, n, _ = bare_consume(dict(eos.consumer), source_topic)
-            consume_cpu.append(machine_cpu_s() - c)
-            assert n == args.records, (n, args.records)
-            consume_times.append(took)
-            took, n = raw_read(source_topic)
-            assert n == args.records, (n, args.records)
-            read_times.append(took)
-            line = [f"  rep {rep + 1}: bare consumer {consume_times[-1]:.2f} s, KafkaTopic.read().count() {took:.2f} s"]
-            if args.breakdown:
-                took, n = driver_read(source_topic)
-                assert n == args.records, (n, args.records)
-                driver_times.append(took)
-                line.append(f"read_range in the driver {took:.2f} s")
-            for kind in SINKS:
-                results[kind].append(sink(kind, source_topic))
-                r = results[kind][-1]
-                assert r[1] >= args.records, r  # offsets read: the records and the transaction markers
-                uploads[kind].append(upload_again(s3, r[5], cores, "lc-bench-kafka", buckets))
-                line.append(f"sink {kind} {r[0]:.2f} s ({r[2]:,} records in {r[3]} objects; uploading them "
-                            f"alone {uploads[kind][-1][0]:.2f} s, {uploads[kind][-1][1]:.1f} CPU-s)")
-            print(", ".join(line))
-            for kind in SINKS:
-                print(f"    sink {kind} steps (ms): {results[kind][-1][4]}")
-        figures["memory after step 2"] = memory("step 2")
-
-        best_median("2. baseline: bare Consumer in the driver (read_committed)", consume_times)
-        best_median("2. KafkaTopic.read(ranges).count()", read_times)
-        figures["2. ratio read / baseline"] = (
-            f"{min(consume_times) / min(read_times):.2f} (best), "
-            f"{statistics.median(consume_times) / statistics.median(read_times):.2f} (median)")
-        if driver_times:
-            best_median("2. breakdown: read_range over the same chunks in the driver (no Spark)", driver_times)
-        for kind in SINKS:
-            secs = [r[0] for r in results[kind]]
-            best = min(results[kind], key=lambda r: r[0])
-            best_median(f"2. sink {kind} ({SINKS[kind][1].rsplit('.', 1)[1]}, records read)", secs)
-            figures[f"2. sink {kind}: records in objects, objects (best rep)"] = f"{best[2]:,} in {best[3]}"
-            figures[f"2. sink {kind}: steps of the best rep (ms)"] = str(best[4])
-            figures[f"2. ratio sink {kind} / baseline"] = (
-                f"{min(consume_times) / min(secs):.2f} (best), "
-                f"{statistics.median(consume_times) / statistics.median(secs):.2f} (median); goal >= 0.8")
-            best_consume = min(range(args.reps), key=lambda i: consume_times[i])
-            upload_s, upload_cpu = min(uploads[kind])
-            floor, possible = floor_ratio(consume_times[best_consume], consume_cpu[best_consume], upload_cpu,
-                                          os.cpu_count())
-            figures[f"2. floor for sink {kind}"] = (
-                f"the bare consumer keeps the machine busy {consume_cpu[best_consume] / consume_times[best_consume]:.1f}"
-                f" of {os.cpu_count()} cores ({consume_cpu[best_consume]:.1f} CPU-s); uploading the sink's objects "
-                f"alone takes {upload_s:.2f} s, {upload_cpu:.1f} CPU-s; so the sink takes at least {floor:.2f} s: "
-                f"the best ratio possible here is {possible:.2f}")
+            line = []
+            for ours, theirs in pairs:
+                for name in ((ours, theirs) if rep % 2 == 0 else (theirs, ours)):
+                    stages.since()
+                    result = steps2[name](source_topic)
+                    if rep == args.reps - 1:
+                        profile[name] = stages.since()
+                    took = result if isinstance(result, float) else result[0]
+                    if not isinstance(result, float):
+                        details[name] = result[1:]
+                    times2[name].append(took)
+                    line.append(f"{name} {took:.2f} s" + ("" if isinstance(result, float) else
+                                                         f" ({result[1]} objects, {result[2]:,} records)"))
+            print(f"  rep {rep + 1}: " + ", ".join(line) + f"; load average {os.getloadavg()[0]:.1f}")
+        figures["2. Spark's reader, format(\"kafka\"), sum of value lengths"] = median_best(times2["read spark"], n)
+        figures["2. lakeconnect's range reader, KafkaTopic.read(ranges), the same"] = median_best(
+            times2["read ours"], n)
+        figures["2. ratio reader / Spark's reader"] = ratio(times2["read ours"], times2["read spark"], None)
+        for fmt in FORMATS:
+            sink_objects, sink_records = details[f"{fmt} sink"]
+            plain_objects, plain_records = details[f"{fmt} plain"]
+            figures[f"3. plain Spark job, {fmt} (Spark's reader, from_json, write.{fmt} to s3a)"] = (
+                median_best(times2[f"{fmt} plain"], n) + f"; {plain_records:,} records in {plain_objects} objects")
+            figures[f"3. lakeconnect S3 sink, {FORMATS[fmt].rsplit('.', 1)[1]} (records read)"] = (
+                median_best(times2[f"{fmt} sink"], n) + f"; {sink_records:,} records in {sink_objects} objects")
+            figures[f"3. ratio {fmt} sink / plain Spark job"] = ratio(times2[f"{fmt} sink"], times2[f"{fmt} plain"],
+                                                                      0.8)
+        figures["memory"] = f"driver RSS {rss_mib():.0f} MiB"
 
         print()
         print(f"summary (records: {args.records:,}, partitions: {args.partitions}, reps: {args.reps}, "
-              f"cores: {os.cpu_count()}, parallelism: {cores})")
+              f"cores: {os.cpu_count()}, parallelism: {cores}, load average at the end "
+              f"{os.getloadavg()[0]:.1f}; ratios are lakeconnect's records/s over the baseline's, medians)")
         for key, value in figures.items():
             print(f"  {key}: {value}")
+        print("Spark stages of each step in the last rep (the status store):")
+        for name, lines in profile.items():
+            print(f"  {name}: " + ("; ".join(lines) or "no stage"))
     finally:
         remove_buckets(s3, buckets)  # ours only: made by this run
+        topics.close()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _topics(clients) -> list[str]:
-    from ingest.topics.kafka import list_kafka_topics
-
-    return list_kafka_topics(clients)
 
 
 if __name__ == "__main__":

@@ -1,30 +1,29 @@
-"""Benchmark of the S3 sink connector (not a test): a topic of --records records (~460 bytes each:
-JsonConverter JSON with its schema, ~185 bytes of payload) written to the S3 server as JSON objects
-and as Parquet objects, against a plain boto3 upload of the same bytes in the same number of objects.
+"""Benchmark of the S3 sink connector (not a test): a topic table of --records records written to the S3
+server as JSON, Parquet and raw bytes objects, against a plain Spark job writing the same records from
+the same topic table with the same partitioning through s3a, in the same Spark process.
 
-    PYTHONPATH=. .venv/bin/python tests/bench/bench_s3.py [--records 1000000] [--partitions 2] [--flush-size 100000]
+    PYTHONPATH=. .venv/bin/python tests/bench/bench_s3.py [--records 500000] [--partitions 2]
+        [--flush-size 50000] [--reps 3]
 
-It uses the S3 server named by --endpoint, or else by .services/services.env (`make services-up`),
-with buckets of its own (removed at the end), and a lake in a temporary directory. In one Spark process it prints:
+It needs hadoop-aws in .jars/bench/ (`bash tests/services/fetch_jars.sh --bench`) and the S3 server named
+by --endpoint, or else by .services/services.env (`make services-up`); it makes a lake in a temporary
+directory, and buckets of its own (`lc-bench-...`), each emptied and removed once counted. It prints:
 
-- the topic: --records records in --partitions partitions, values JsonConverter with schemas (a struct
-  of 6 fields), written straight into the topic table;
-- JSON: a sink batch with JsonFormat (DefaultPartitioner, flush.size --flush-size), records/s and MB/s;
-- Parquet: the same with ParquetFormat;
-- bytes: ByteArrayConverter values written with ByteArrayFormat (no parsing: the sink's own cost);
-- baseline: each sink's objects (JSON, Parquet, bytes) uploaded again with boto3 `put_object`, as many
-  objects, by as many threads as Spark has cores (the sink's parallelism), MB/s; the ratio of each sink to
-  the upload of its own objects (goal >= 0.8 for JSON and Parquet);
-- memory: the driver's RSS and the JVM heap (peak during the batch) after each batch; the executors'
-  Python workers hold at most one part (`s3.part.size`) per open object;
-- the floor: what no sink that reads the topic can beat. Reading the topic's values alone (Spark sums their
-  lengths: no decoding, no encoding, no upload) costs the machine CPU seconds, and so does the baseline's
-  upload (boto3 and the S3 server, which share the machine's cores: /proc/stat, all processes). A sink
-  does both, so it takes at least their CPU seconds spread over every core; baseline / that time is the
-  best ratio possible on this machine, whatever the sink's code. /proc/stat counts every process, so the
-  floor means something only on a machine that runs nothing else meanwhile.
+- the topic: --records records in --partitions partitions of a Delta topic table, values JsonConverter
+  JSON with the schema envelope (a struct of 6 fields, ~460 bytes), partition = id % --partitions;
+- for each format, the S3 sink (a fresh connector and bucket each time; DefaultPartitioner, flush.size
+  --flush-size, tasks.max 1) against the plain Spark job: `TopicTable.read()`, then
+  - JSON: the values parsed with `from_json` (the payload's fields), `write.json`;
+  - Parquet: the same, `write.parquet`;
+  - bytes (ByteArrayConverter + ByteArrayFormat, no parsing): the values as text, `write.text`;
+  each `partitionBy("partition")` (the sink's `partition=<p>/`) with maxRecordsPerFile = flush.size, to
+  `s3a://` (committers: tests/bench/spark_baseline.py). With the default sizes every partition's records
+  fill whole objects, so both write every record. records/s, MiB/s of objects, the ratio sink / plain job
+  (goal >= 0.8 for JSON and Parquet).
 
-Both sinks run once untimed first (code generation, first connections); the figures are the best of --reps.
+Every step runs once untimed first (code generation, Python workers, s3a's classes, first connections);
+then --reps reps, the two sides' order alternating; medians (and the best) are shown. The machine's other
+load shows in every figure (the S3 server shares the cores): compare figures of one run.
 """
 
 from __future__ import annotations
@@ -32,19 +31,26 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from tests.bench.bench_jdbc import floor_ratio, jvm_heap_mib, read_env, rss_mib, timed_cpu
-from tests.bench.s3util import remove_buckets, upload_again
+from tests.bench.bench_jdbc import read_env, rss_mib
+from tests.bench.s3util import remove_buckets
+from tests.bench.spark_baseline import envelope_fields, objects, purchase_value, session_settings, write_records
 
 SERVICES_ENV = Path(__file__).resolve().parents[2] / ".services" / "services.env"
-SCHEMA = ('{"type":"struct","name":"purchase","fields":[{"type":"int64","field":"id"},'
-          '{"type":"string","field":"customer"},{"type":"string","field":"email"},'
-          '{"type":"int32","field":"quantity"},{"type":"double","field":"amount"},'
-          '{"type":"string","field":"note"}]}')
+TOPIC = "purchases"
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+BYTES_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+FORMATS = {  # name: (value.converter, format.class, the plain job's writer)
+    "json": (JSON_CONVERTER, "JsonFormat", "json"),
+    "parquet": (JSON_CONVERTER, "ParquetFormat", "parquet"),
+    "bytes": (BYTES_CONVERTER, "ByteArrayFormat", "text"),
+}
 
 
 def seed_topic(spark, lake: str, records: int, partitions: int) -> None:
@@ -53,151 +59,129 @@ def seed_topic(spark, lake: str, records: int, partitions: int) -> None:
 
     from ingest.topics import TopicTable
 
-    table = TopicTable(lake, "purchases")
+    table = TopicTable(lake, TOPIC)
     table.create(partitions, if_not_exists=True)
     df = spark.range(records).select(
-        F.col("id").alias("seq"),
-        F.lit(None).cast("binary").alias("key"),
-        F.col("id").cast("int").__mod__(partitions).alias("partition"),
-        F.concat(F.lit('{"schema":' + SCHEMA + ',"payload":{"id":'), F.col("id").cast("string"),
-                 F.lit(',"customer":"customer '), F.col("id").cast("string"),
-                 F.lit('","email":"customer'), F.col("id").cast("string"),
-                 F.lit('@example.com","quantity":'), (F.col("id") % 1000).cast("string"),
-                 F.lit(',"amount":'), ((F.col("id") % 100000) / 100).cast("string"),
-                 F.lit(',"note":"'), F.lit("a note of some length, to make the record about two hundred bytes"),
-                 F.lit('"}}')).cast("binary").alias("value"))
+        F.col("id").alias("seq"), F.lit(None).cast("binary").alias("key"),
+        F.col("id").cast("int").__mod__(partitions).alias("partition"), purchase_value(F.col("id")).alias("value"))
     table.append(df, app_id="bench-seed", version=1)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--records", type=int, default=500_000)
     ap.add_argument("--partitions", type=int, default=2)
-    ap.add_argument("--flush-size", type=int, default=100_000)
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--flush-size", type=int, default=50_000,
+                    help="the sink's flush.size and the plain job's maxRecordsPerFile")
+    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--endpoint", help="S3 endpoint URL (default: .services/services.env)")
     args = ap.parse_args()
-
-    import boto3
-
-    from ingest.config.worker import load_worker
-    from ingest.runtime.worker import Worker
+    print("command: " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]))
 
     endpoint = args.endpoint or read_env(SERVICES_ENV).get("LAKECONNECT_TEST_S3_ENDPOINT")
     if not endpoint:
         raise SystemExit(f"no S3 server: pass --endpoint, or start the services ({SERVICES_ENV})")
+    baseline_settings = session_settings(endpoint)  # exits first when the baseline jars are missing
+
+    import boto3
+    from pyspark.sql import functions as F
+
+    from ingest.config.worker import load_worker
+    from ingest.runtime.worker import Worker
+    from ingest.topics import TopicTable
+
     for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                        ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(key, value)
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     tmp = Path(tempfile.mkdtemp(prefix="lakeconnect-bench-s3-"))
-    figures: dict[str, str] = {}
-    buckets: list[str] = []  # made by this run, removed at its end
+    buckets: list[str] = []  # made by this run, removed once counted or at its end
     try:
         worker = Worker(load_worker(None, {"lake.root": str(tmp / "lake"), "spark.master": "local[*]",
-                                           "spark.driver.memory": "2g"}))
+                                           "spark.driver.memory": "2g", **baseline_settings}))
         spark = worker.spark()
         cores = spark.sparkContext.defaultParallelism
         t = time.perf_counter()
         seed_topic(spark, worker.lake_root, args.records, args.partitions)
         print(f"topic: {args.records:,} records in {args.partitions} partitions, written in "
-              f"{time.perf_counter() - t:.1f} s")
+              f"{time.perf_counter() - t:.1f} s; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
         runs = iter(range(1, 1000))
 
-        converters = {"JsonFormat": "org.apache.kafka.connect.json.JsonConverter",
-                      "ParquetFormat": "org.apache.kafka.connect.json.JsonConverter",
-                      "ByteArrayFormat": "org.apache.kafka.connect.converters.ByteArrayConverter"}
-
-        def sink(fmt: str) -> tuple[float, str, int, int]:
-            """A fresh connector and bucket; (seconds, bucket, objects, bytes)."""
+        def new_bucket() -> str:
             bucket = f"lc-bench-{uuid.uuid4().hex[:10]}"
             client.create_bucket(Bucket=bucket)
             buckets.append(bucket)
-            name = f"bench-{fmt.lower()}-{next(runs)}"
+            return bucket
+
+        def done_with(bucket: str) -> tuple[int, int]:
+            found = objects(client, bucket)
+            remove_buckets(client, [bucket])  # moto keeps objects in memory
+            buckets.remove(bucket)
+            return found
+
+        def sink(fmt: str) -> tuple[float, int, int]:
+            """A fresh connector and bucket: (seconds, objects, bytes)."""
+            bucket = new_bucket()
+            converter, format_class, _ = FORMATS[fmt]
+            name = f"bench-{fmt}-{next(runs)}"
             worker.create(name, {
-                "name": name, "connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "purchases",
-                "value.converter": converters[fmt],
-                "s3.bucket.name": bucket, "store.url": endpoint, "format.class": fmt,
-                "flush.size": str(args.flush_size), "tasks.max": "1"})
-            jvm_heap_mib(spark)
+                "name": name, "connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": TOPIC,
+                "value.converter": converter, "s3.bucket.name": bucket, "store.url": endpoint,
+                "format.class": format_class, "flush.size": str(args.flush_size), "tasks.max": "1"})
             t = time.perf_counter()
             reports = worker.run(name)
             took = time.perf_counter() - t
             assert reports and reports[0].outcome == "COMMITTED", reports
-            listed = [o for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
-                      for o in page.get("Contents", [])]
-            return took, bucket, len(listed), sum(o["Size"] for o in listed)
+            written = worker.status(name, runs=1)["runs"][0]["records_written"]
+            assert written == args.records, (written, args.records, "flush.size must divide each partition's records")
+            return (took, *done_with(bucket))
 
-        def baseline(bucket: str) -> tuple[float, float]:
-            """The sink's objects uploaded again with plain boto3, as many objects, `cores` at a time: (seconds,
-            the machine's CPU seconds)."""
-            return upload_again(client, bucket, cores, "lc-bench-base", buckets)
+        def plain_job(fmt: str) -> tuple[float, int, int]:
+            """The topic table read by Spark and written through s3a: (seconds, objects, bytes)."""
+            bucket = new_bucket()
+            writer = FORMATS[fmt][2]
+            t = time.perf_counter()
+            records = TopicTable(worker.lake_root, TOPIC).read()
+            records = (records.select("partition", F.col("value").cast("string").alias("value")) if writer == "text"
+                       else envelope_fields(records))
+            write_records(records, writer, f"s3a://{bucket}/topics/{TOPIC}", args.flush_size)
+            return (time.perf_counter() - t, *done_with(bucket))
 
-        def read_alone() -> tuple[float, float]:
-            """The topic's values read by Spark and their lengths summed: (seconds, the machine's CPU seconds)."""
-            from pyspark.sql import functions as F
+        t = time.perf_counter()
+        for fmt in FORMATS:  # untimed: code generation, Python workers, first connections
+            sink(fmt)
+            plain_job(fmt)
+        print(f"warm-up (every step once): {time.perf_counter() - t:.1f} s")
+        results: dict[str, dict[str, list]] = {fmt: {"sink": [], "plain": []} for fmt in FORMATS}
+        for rep in range(args.reps):
+            line = []
+            for fmt in FORMATS:
+                for side in (("sink", "plain") if rep % 2 == 0 else ("plain", "sink")):
+                    r = (sink if side == "sink" else plain_job)(fmt)
+                    results[fmt][side].append(r)
+                    line.append(f"{fmt} {side} {r[0]:.2f} s ({r[1]} objects, {r[2] / 2**20:.0f} MiB)")
+            print(f"  rep {rep + 1}: " + ", ".join(line) + f"; RSS {rss_mib():.0f} MiB, load average "
+                  f"{os.getloadavg()[0]:.1f}")
 
-            from ingest.topics import TopicTable
+        def rate(rs: list) -> str:
+            secs = [r[0] for r in rs]
+            med = statistics.median(secs)
+            mib = rs[0][2] / 2**20
+            return (f"median {med:.2f} s = {args.records / med:,.0f} records/s, {mib / med:.1f} MiB/s "
+                    f"(best {min(secs):.2f} s); {rs[0][1]} objects, {mib:.0f} MiB")
 
-            frame = TopicTable(worker.lake_root, "purchases").read().select(F.sum(F.length("value")))
-            took, cpu, _ = timed_cpu(frame.collect)
-            return took, cpu
-
-        for fmt in converters:
-            sink(fmt)  # untimed: first connections, code generation
-        results: dict[str, list] = {fmt: [] for fmt in converters}
-        base_times, parquet_base_times, bytes_base_times, reads = [], [], [], []
-        read_alone()  # untimed
-        for _ in range(args.reps):
-            for fmt in results:
-                results[fmt].append(sink(fmt))
-                heap, peak = jvm_heap_mib(spark)
-                print(f"  {fmt}: {results[fmt][-1][0]:.2f} s, {results[fmt][-1][2]} objects, "
-                      f"{results[fmt][-1][3] / 2**20:.0f} MiB; RSS {rss_mib():.0f} MiB, heap peak {peak:.0f} MiB")
-            base_times.append(baseline(results["JsonFormat"][-1][1]))
-            parquet_base_times.append(baseline(results["ParquetFormat"][-1][1]))
-            bytes_base_times.append(baseline(results["ByteArrayFormat"][-1][1]))
-            reads.append(read_alone())
-            print(f"  baseline boto3 upload: {base_times[-1][0]:.2f} s (JSON objects, {base_times[-1][1]:.1f} CPU-s), "
-                  f"{parquet_base_times[-1][0]:.2f} s (Parquet objects, {parquet_base_times[-1][1]:.1f} CPU-s), "
-                  f"{bytes_base_times[-1][0]:.2f} s (bytes objects, {bytes_base_times[-1][1]:.1f} CPU-s); "
-                  f"the topic's values read alone: {reads[-1][0]:.2f} s ({reads[-1][1]:.1f} CPU-s)")
-        json_best = min(results["JsonFormat"])
-        parquet_best = min(results["ParquetFormat"])
-        base_best, base_cpu = min(base_times)
-        read_best, read_cpu = min(reads)
-        mib = json_best[3] / 2**20
-        figures["JSON sink"] = (f"{json_best[0]:.2f} s = {args.records / json_best[0]:,.0f} records/s, "
-                                f"{mib / json_best[0]:.1f} MiB/s ({json_best[2]} objects, {mib:.0f} MiB)")
-        figures["Parquet sink"] = (f"{parquet_best[0]:.2f} s = {args.records / parquet_best[0]:,.0f} records/s, "
-                                   f"{parquet_best[3] / 2**20 / parquet_best[0]:.1f} MiB/s ({parquet_best[2]} objects, "
-                                   f"{parquet_best[3] / 2**20:.0f} MiB)")
-        figures["baseline (boto3 put_object of the JSON objects)"] = (
-            f"{base_best:.2f} s = {mib / base_best:.1f} MiB/s; the machine busy {base_cpu / base_best:.1f} of {os.cpu_count()} "
-            f"cores ({base_cpu:.1f} CPU-s, the S3 server's included)")
-        floor, best_possible = floor_ratio(base_best, base_cpu, read_cpu, os.cpu_count())
-        figures["floor: the topic's values read alone (Spark, no decoding, encoding or upload)"] = (
-            f"{read_best:.2f} s, {read_cpu:.1f} CPU-s; with the upload's CPU over {os.cpu_count()} cores a sink "
-            f"takes at least {floor:.2f} s: the best ratio possible here is {best_possible:.2f}")
-        figures["ratio JSON sink / baseline"] = f"{base_best / json_best[0]:.2f} (goal >= 0.8)"
-        parquet_base, parquet_base_cpu = min(parquet_base_times)
-        figures["baseline (boto3 put_object of the Parquet objects)"] = f"{parquet_base:.2f} s"
-        figures["ratio Parquet sink / its baseline"] = f"{parquet_base / parquet_best[0]:.2f} (goal >= 0.8)"
-        _, parquet_possible = floor_ratio(parquet_base, parquet_base_cpu, read_cpu, os.cpu_count())
-        figures["floor for the Parquet sink"] = f"the best ratio possible here is {parquet_possible:.2f}"
-        bytes_best, (bytes_base, bytes_base_cpu) = min(results["ByteArrayFormat"]), min(bytes_base_times)
-        bmib = bytes_best[3] / 2**20
-        figures["bytes sink (no parsing)"] = (f"{bytes_best[0]:.2f} s = {args.records / bytes_best[0]:,.0f} records/s, "
-                                              f"{bmib / bytes_best[0]:.1f} MiB/s ({bytes_best[2]} objects, {bmib:.0f} MiB)")
-        figures["baseline (boto3 put_object of the bytes objects)"] = f"{bytes_base:.2f} s = {bmib / bytes_base:.1f} MiB/s"
-        figures["ratio bytes sink / baseline"] = f"{bytes_base / bytes_best[0]:.2f}"
-        _, bytes_possible = floor_ratio(bytes_base, bytes_base_cpu, read_cpu, os.cpu_count())
-        figures["floor for the bytes sink"] = f"the best ratio possible here is {bytes_possible:.2f}"
-        figures["memory"] = f"driver RSS {rss_mib():.0f} MiB"
         print()
-        print(f"summary (records: {args.records:,}, partitions: {args.partitions}, cores: {cores})")
-        for key, value in figures.items():
-            print(f"  {key}: {value}")
+        print(f"summary (records: {args.records:,}, partitions: {args.partitions}, flush.size {args.flush_size}, "
+              f"reps: {args.reps}, cores: {os.cpu_count()}, parallelism: {cores}, load average at the end "
+              f"{os.getloadavg()[0]:.1f}; ratios are the sink's records/s over the plain job's, medians)")
+        for fmt, (_, format_class, writer) in FORMATS.items():
+            sink_s = statistics.median(r[0] for r in results[fmt]["sink"])
+            plain_s = statistics.median(r[0] for r in results[fmt]["plain"])
+            goal = "" if fmt == "bytes" else f"; goal >= 0.8x: {'met' if plain_s / sink_s >= 0.8 else 'NOT met'}"
+            print(f"  {fmt}: sink ({format_class}) {rate(results[fmt]['sink'])}")
+            print(f"  {fmt}: plain Spark job (write.{writer} to s3a) {rate(results[fmt]['plain'])}")
+            print(f"  {fmt}: ratio sink / plain job {plain_s / sink_s:.2f}x{goal}")
+        print(f"  memory: driver RSS {rss_mib():.0f} MiB")
     finally:
         remove_buckets(client, buckets)
         shutil.rmtree(tmp, ignore_errors=True)
