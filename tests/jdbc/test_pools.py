@@ -21,17 +21,18 @@ def _session(engine, kind: str) -> int:
 def test_the_next_batch_gets_the_same_pool_and_session(database):
     kind, jdbc, _, _, services = database
     url = parse_jdbc_url(jdbc)
-    user = services["LAKECONNECT_TEST_MARIADB_USER" if kind == "mariadb" else "LAKECONNECT_TEST_POSTGRES_USER"]
-    first = connect(url, user, None, attempts=1)
+    prefix = "LAKECONNECT_TEST_MARIADB_" if kind == "mariadb" else "LAKECONNECT_TEST_POSTGRES_"
+    user, password = services[prefix + "USER"], services.get(prefix + "PASSWORD") or None
+    first = connect(url, user, password, attempts=1)
     session = _session(first, kind)
     release(first)  # the batch is over: the pool stays open
-    again = connect(url, user, None, attempts=1)
+    again = connect(url, user, password, attempts=1)
     assert again is first and _session(again, kind) == session
     release(again)
 
 
 def test_a_refused_login_keeps_no_pool_and_pools_are_bounded(services, monkeypatch):
-    """On MariaDB: the machine's PostgreSQL trusts every login, so it has none to refuse."""
+    """On the private MariaDB, whose logins the test controls."""
     url = parse_jdbc_url(services["LAKECONNECT_TEST_MARIADB_JDBC"])
     before = dict(discovery._POOLS)
     with pytest.raises(ConfigError, match="refused the login") as e:
