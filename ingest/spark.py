@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ingest.errors import ConfigError, Problem, RetriableError
+from ingest.runtime import faults
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -73,6 +74,7 @@ def spark_conf(settings: Mapping[str, str] | None = None) -> dict[str, str]:
     conf["spark.master"] = DEFAULT_MASTER
     given = {k: str(v) for k, v in (settings or {}).items() if k.startswith("spark.")}
     conf.update(given)
+    conf.update(faults.executor_env())
     if conf["spark.master"].startswith("local") and "spark.driver.memory" not in given:
         conf["spark.driver.memory"] = local_driver_memory()
     jars = jdbc_driver_jars()

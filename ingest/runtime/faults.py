@@ -54,6 +54,13 @@ def executor_point(step: str) -> None:
         os._exit(CRASH_EXIT)
 
 
+def executor_env() -> dict[str, str]:
+    """With a crash asked for, the Spark settings that give it to the job's Python workers too
+    (`spark.executorEnv.*`): they need it for `executor_point`, and a JVM does not always pass its driver
+    process's environment on (one started before the driver process, or on another machine)."""
+    return {f"spark.executorEnv.{name}": os.environ[name] for name in (CRASH_ENV, DRIVER_ENV) if os.environ.get(name)}
+
+
 def mark_driver() -> None:
     """Called by the CLI: with a crash asked for, Spark tasks know which process is the job, and the job
     ends the way `point` ends it when a task says so."""
