@@ -138,10 +138,30 @@ def cli_here(*args: str, worker: Path | None = None) -> subprocess.CompletedProc
     return subprocess.CompletedProcess(["lakeconnect", *argv], code, out.getvalue(), err.getvalue())
 
 
+_shared_jvms = None
+
+
 def cli(*args: str, worker: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
-        timeout: int = 300) -> subprocess.CompletedProcess:
-    """Run `python -m ingest` in a real process, as a user or a scheduler would."""
+        timeout: int = 300, own_jvm: bool = False) -> subprocess.CompletedProcess:
+    """Run `python -m ingest` in a real process, as a user or a scheduler would.
+
+    Its Spark runs in this test process's shared JVM (tests/shared_jvm.py), whose SparkContext is stopped
+    when the process ends, as its own JVM would stop with it; `own_jvm=True` for a test about the JVM."""
+    global _shared_jvms
+    from tests.shared_jvm import SharedJvms
+
     argv = [sys.executable, "-m", "ingest"] + (["--worker", str(worker)] if worker else []) + list(args)
     full_env = {k: v for k, v in os.environ.items() if k != "LAKECONNECT_CRASH_AT"}
     full_env.update(env or {})
-    return subprocess.run(argv, cwd=REPO, env=full_env, input=stdin, capture_output=True, text=True, timeout=timeout)
+    jvm = None
+    if not own_jvm and SharedJvms.enabled():
+        if _shared_jvms is None:
+            _shared_jvms = SharedJvms(REPO / ".services" / "test-jvms", REPO)
+        jvm = _shared_jvms.lease(worker, full_env)
+        full_env.update(jvm.env())
+    try:
+        return subprocess.run(argv, cwd=REPO, env=full_env, input=stdin, capture_output=True, text=True,
+                              timeout=timeout)
+    finally:
+        if jvm is not None:
+            jvm.reset()
