@@ -146,8 +146,8 @@ class SharedJvms:
 
         settings = _spark_settings(worker, env)
         conf = spark_conf(settings)
-        # C1 alone suits a JVM that lives for one short command; one that serves many also compiles with
-        # C2, or query planning stays several times slower (a Delta sink batch: 50 s instead of 15).
+        # C1 alone suits a JVM that lives for one short command; one that serves many runs also compiles
+        # with C2, so that what it does again and again (query planning, task deserialisation) gets faster.
         for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
             if key in conf:
                 conf[key] = " ".join(o for o in conf[key].split() if o != "-XX:TieredStopAtLevel=1")
