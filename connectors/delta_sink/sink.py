@@ -37,6 +37,7 @@ from ingest.records import OFFSET, PARTITION, TOPIC, RecordBatch
 from ingest.runtime import faults
 
 MARKER = "lakeconnect-delta-sink-refused: "
+CHECKED = "__lc_checked"
 FILES_WRITTEN = "delta-files"
 """Fault-injection point: a table's new files are written, its commit not made."""
 TABLE_COMMITTED = "delta-commit"
@@ -260,7 +261,12 @@ def _checked(records: DataFrame, uri: str) -> DataFrame:
                        F.lit("', partition "), F.col(ORDER_PARTITION).cast("string"), F.lit(", offset "),
                        F.col(ORDER_OFFSET).cast("string"), F.lit(" (key "), F.col(KEY_TEXT),
                        F.lit(f") to Delta table {uri}: "), F.col(PROBLEM))
-    return records.filter(F.when(F.col(PROBLEM).isNotNull(), F.raise_error(message)).otherwise(F.lit(True)))
+    # The check is a column of a projection Spark cannot push a filter through (it holds a nondeterministic
+    # expression), filtered on above it. A plain filter on the problem would be pushed down through the
+    # projections to the converter's, with every column it names replaced by its expression: the records'
+    # whole conversion, copied once per use, made MiB-sized plans that took seconds to compile and ship.
+    ok = F.when(F.col(PROBLEM).isNotNull(), F.raise_error(message)).otherwise(F.spark_partition_id() >= 0)
+    return records.withColumn(CHECKED, ok).filter(F.col(CHECKED)).drop(CHECKED)
 
 
 def _raised_in_spark(e: Exception) -> DataError | None:

@@ -151,8 +151,8 @@ def describe_record(df: DataFrame) -> Column:
     return F.concat(*parts)
 
 
-def failure_text(df: DataFrame) -> Column:
-    e = F.col(ERROR)
+def failure_text(df: DataFrame, error: Column | None = None) -> Column:
+    e = F.col(ERROR) if error is None else error
     return F.concat(F.lit(MARKER), F.lit("stage "), e["stage"], F.lit(" ("), F.coalesce(e["class"], F.lit("?")),
                     F.lit(") failed on "), describe_record(df), F.lit(": "), e["exception"], F.lit(": "),
                     F.coalesce(e["message"], F.lit("null")))
@@ -163,8 +163,14 @@ def guard(df: DataFrame) -> DataFrame:
     job fails before the commit. No extra pass over the data."""
     if ERROR not in df.columns:
         return df
-    check = F.when(F.col(ERROR).isNotNull(), F.raise_error(failure_text(df))).otherwise(F.lit(True))
-    return df.filter(check)
+    # The check names the error column once, as a lambda's argument. Spark pushes a filter down through the
+    # projections, each column it names replaced by its expression once per use, and the error column's
+    # is every converter's check of the record: named five times, it made plans of MiB that took seconds to
+    # compile and ship, and parsed each record's JSON many times over in the filter.
+    def check(e: Column) -> Column:
+        return F.when(e.isNotNull(), F.raise_error(failure_text(df, e))).otherwise(F.lit(True))
+
+    return df.filter(F.transform(F.array(F.col(ERROR)), check)[0])
 
 
 def tolerance_failure(exc: BaseException, connector: str, task: int) -> ToleranceExceeded | None:
