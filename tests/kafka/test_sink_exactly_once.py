@@ -1,5 +1,5 @@
 """The S3 sink reading its topic from Kafka, killed at every step of a batch and inside its upload tasks,
-then run again: the objects, the lake's offsets and the consumer group `connect-<name>` are those of a
+then run again (the steps in one chain, each run resuming what the one before left): the objects, the lake's offsets and the consumer group `connect-<name>` are those of a
 run that never crashed. Against the test bed's real Kafka broker. Only the killed run is a CLI process;
 the others are made in this process (tests/conftest.py `run_here`)."""
 
@@ -8,20 +8,19 @@ from __future__ import annotations
 import pytest
 
 from ingest.config.worker import load_worker
-from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS
+from ingest.runtime.faults import SINK_STEPS
 from ingest.topics.kafka import KafkaClients, KafkaTopic, group_offsets
-from tests.conftest import cli, run_here
+from tests.conftest import kill_at_each_step, run_here
 from tests.kafka.test_pipeline import kafka_worker
 from tests.s3.test_book import local_objects
 from tests.s3.test_exactly_once import RECORDS, sink_config
 
 pytestmark = pytest.mark.services
-CRASHES = [*SINK_STEPS, "upload:1"]
 
 
-def _run(root, spark, kafka, crash: str | None):
-    """A fresh topic holding RECORDS, the sink on a local store; (objects, lake offsets, group offsets),
-    with the topic's name written as `orders`."""
+def _run(root, spark, kafka, crashes: list[str]):
+    """A fresh topic holding RECORDS, the sink on a local store, killed after each of `crashes` in turn
+    and run to its end; (objects, lake offsets, group offsets), with the topic's name written as `orders`."""
     from ingest.runtime.worker import Worker
 
     topic = kafka.unique_topic("orders")
@@ -35,9 +34,7 @@ def _run(root, spark, kafka, crash: str | None):
     (store / "exports").mkdir(parents=True)
     worker_file = kafka_worker(root, kafka)
     Worker(load_worker(str(worker_file))).create("s3sink", sink_config(topics=topic, **{"store.url": store.as_uri()}))
-    if crash:
-        r = cli("run", "s3sink", worker=worker_file, env={"LAKECONNECT_CRASH_AT": crash})
-        assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
+    kill_at_each_step(worker_file, "s3sink", crashes)
     run_here(worker_file, "s3sink")
     objects = {k.replace(topic, "orders"): v for k, v in local_objects(store / "exports").items()}
     lake = {o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"]
@@ -48,13 +45,13 @@ def _run(root, spark, kafka, crash: str | None):
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory, spark, kafka):
-    objects, lake, group = _run(tmp_path_factory.mktemp("kafka-sink-clean"), spark, kafka, None)
+    objects, lake, group = _run(tmp_path_factory.mktemp("kafka-sink-clean"), spark, kafka, [])
     assert objects and lake and group == lake
     return objects, lake
 
 
-@pytest.mark.parametrize("crash", CRASHES)
-def test_sink_on_kafka_killed_at_each_step(tmp_path, spark, kafka, baseline, crash):
-    objects, lake, group = _run(tmp_path, spark, kafka, crash)
+@pytest.mark.parametrize("crashes", [list(SINK_STEPS), ["upload:1"]], ids=["each-step", "inside-upload"])
+def test_sink_on_kafka_killed_at_each_step(tmp_path, spark, kafka, baseline, crashes):
+    objects, lake, group = _run(tmp_path, spark, kafka, crashes)
     assert (objects, lake) == baseline
     assert group == lake  # the group caught up with the lake's offsets on the run after the crash

@@ -1,4 +1,5 @@
-"""Kill the process after every step of a batch, run again, and compare with a run that never crashed.
+"""Kill the process after every step of a batch in turn, run again, and compare with a run that never
+crashed.
 
 The kill is real: the fault-injection switch ends a CLI process with os._exit (no cleanup, no finally),
 as `kill -9` would, at the named step of the batch protocol. The runs that are not killed are made in
@@ -10,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS, SOURCE_STEPS
+from ingest.runtime.faults import SINK_STEPS, SOURCE_STEPS
 from ingest.runtime.lease import Lease
-from tests.conftest import cli, run_here, write_worker
+from tests.conftest import cli, kill_at_each_step, run_here, write_worker
 from tests.runtime.helpers import topic_commits, topic_rows
 
 LINES = [f"line {i} " + "x" * (i % 7) for i in range(500)]
@@ -49,24 +50,31 @@ def source_baseline(tmp_path_factory):
     return _source_state(lake, worker), topic_commits(lake, "lines")
 
 
-# Every step of the second batch (it appends to a topic the first made); the first batch, which creates
-# the topic, at the steps around its first commit.
-@pytest.mark.parametrize(("batch", "step"), [(2, s) for s in SOURCE_STEPS] + [(1, "plan"), (1, "write"), (1, "commit")])
-def test_source_crash_at_each_step(tmp_path, source_baseline, step, batch):
-    (expected, expected_commits) = source_baseline
+def test_source_killed_after_each_step_of_a_batch(tmp_path, source_baseline):
+    """The second batch (it appends to a topic the first made) killed after every step in turn."""
+    expected, expected_commits = source_baseline
     lake, worker, source = _setup_source(tmp_path, "crash")
-    if batch == 2:
-        run_here(worker, "src")
-        with open(source, "a") as f:
-            f.write("\n".join(LINES[300:]) + "\n")
-    r = cli("run", "src", worker=worker, env={"LAKECONNECT_CRASH_AT": step})
-    assert r.returncode == CRASH_EXIT, r.stderr
-    assert f"killed after step '{step}'" in r.stderr, r.stderr
-    assert run_here(worker, "src")[0].resumed or step == "done"  # after "done" nothing is left to resume
-    if batch == 1:
-        with open(source, "a") as f:
-            f.write("\n".join(LINES[300:]) + "\n")
-        run_here(worker, "src")
+    run_here(worker, "src")
+    with open(source, "a") as f:
+        f.write("\n".join(LINES[300:]) + "\n")
+    kill_at_each_step(worker, "src", SOURCE_STEPS)
+    assert not run_here(worker, "src")[0].resumed  # killed after "done": the batch was complete
+    _check_source(lake, worker, expected, expected_commits)
+
+
+def test_source_killed_around_the_first_commit_of_a_topic(tmp_path, source_baseline):
+    """The first batch, which creates the topic, killed after the steps around its first commit."""
+    expected, expected_commits = source_baseline
+    lake, worker, source = _setup_source(tmp_path, "crash")
+    kill_at_each_step(worker, "src", ["plan", "write", "commit"])
+    assert run_here(worker, "src")[0].resumed
+    with open(source, "a") as f:
+        f.write("\n".join(LINES[300:]) + "\n")
+    run_here(worker, "src")
+    _check_source(lake, worker, expected, expected_commits)
+
+
+def _check_source(lake: Path, worker: Path, expected, expected_commits) -> None:
     assert _source_state(lake, worker) == expected
     assert topic_commits(lake, "lines") == expected_commits
     rows = expected[0]
@@ -100,14 +108,11 @@ def sink_baseline(tmp_path_factory, spark):
     return out.read_text(), json.loads(cli("offsets", "list", "snk", worker=worker).stdout)
 
 
-@pytest.mark.parametrize("step", SINK_STEPS)
-def test_sink_crash_at_each_step(tmp_path, spark, sink_baseline, step):
+def test_sink_killed_after_each_step_of_a_batch(tmp_path, spark, sink_baseline):
     expected_file, expected_offsets = sink_baseline
     lake, worker, out = _setup_sink(tmp_path, "crash", spark)
-    r = cli("run", "snk", worker=worker, env={"LAKECONNECT_CRASH_AT": step})
-    assert r.returncode == CRASH_EXIT, r.stderr
-    assert f"killed after step '{step}'" in r.stderr, r.stderr
-    assert run_here(worker, "snk")[0].resumed or step == "done"
+    kill_at_each_step(worker, "snk", SINK_STEPS)
+    assert not run_here(worker, "snk")[0].resumed  # killed after "done": the batch was complete
     assert out.read_text() == expected_file
     assert json.loads(cli("offsets", "list", "snk", worker=worker).stdout) == expected_offsets
     assert len(expected_file.splitlines()) == 200

@@ -17,15 +17,15 @@ import pytest
 
 from ingest.config.worker import load_worker
 from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS
-from tests.conftest import cli, run_here, write_worker
+from tests.conftest import cli, kill_at_each_step, run_here, write_worker
 from tests.s3._book import ORDER_SCHEMA
 from tests.s3.test_book import aws_env, local_objects, s3_objects
 
 RECORDS = [f'{i % 7}\t{{"schema": {ORDER_SCHEMA}, "payload": {{"id": {i % 7}, "title": "book {i % 7} '
            f'{"x" * (i % 13)}", "quantity": {i}}}}}' for i in range(240)]
 # Inside the upload tasks: after the first object and halfway through the first (the S3 run below kills
-# after the second and inside the third).
-CRASHES = [*SINK_STEPS, "upload:1", "object-write:1"]
+# after the second and inside the third). The batch's steps are killed in one chain (`kill_at_each_step`).
+IN_TASKS = ["upload:1", "object-write:1"]
 
 
 def sink_config(**extra) -> dict:
@@ -54,13 +54,12 @@ def _prepare(root, spark, config: dict):
     return worker_file
 
 
-def _local_run(root, spark, crash: str | None):
+def _local_run(root, spark, crashes: list[str]):
+    """The sink on a local store, killed after each of `crashes` in turn, then run to its end."""
     store = root / "objects"
     (store / "exports").mkdir(parents=True)
     worker = _prepare(root, spark, {"store.url": store.as_uri()})
-    if crash:
-        r = cli("run", "s3sink", worker=worker, env={"LAKECONNECT_CRASH_AT": crash})
-        assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
+    kill_at_each_step(worker, "s3sink", crashes)
     run_here(worker, "s3sink")
     objects = local_objects(store / "exports")
     assert not [k for k in objects if "/." in k or k.startswith(".")], "a temporary upload was left behind"
@@ -76,15 +75,19 @@ def _offsets(worker_file) -> dict[int, int]:
 
 @pytest.fixture(scope="module")
 def local_baseline(tmp_path_factory, spark):
-    objects, committed = _local_run(tmp_path_factory.mktemp("s3clean"), spark, None)
+    objects, committed = _local_run(tmp_path_factory.mktemp("s3clean"), spark, [])
     # 240 records over 5 partitions, 9 a commit: some held back in every partition that has records
     assert objects and sum(len(v.splitlines()) for k, v in objects.items() if k.endswith(".json")) < 240
     return objects, committed
 
 
-@pytest.mark.parametrize("crash", CRASHES)
-def test_local_store_crash_at_each_step(tmp_path, spark, local_baseline, crash):
-    assert _local_run(tmp_path, spark, crash) == local_baseline
+def test_local_store_killed_after_each_step(tmp_path, spark, local_baseline):
+    assert _local_run(tmp_path, spark, list(SINK_STEPS)) == local_baseline
+
+
+@pytest.mark.parametrize("crash", IN_TASKS)
+def test_local_store_killed_inside_the_upload(tmp_path, spark, local_baseline, crash):
+    assert _local_run(tmp_path, spark, [crash]) == local_baseline
 
 
 @pytest.fixture(scope="module")
