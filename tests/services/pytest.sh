@@ -11,8 +11,8 @@
 #    N+1th): a CDC test's crash runs leave about half the two cores idle, waiting on the server and on
 #    starting processes. LAKECONNECT_TEST_SERIAL_WORKERS sets the number (0: in this process, on the first).
 #
-# The CLI processes of the first part run their Spark in a JVM their test process shares between them
-# (tests/shared_jvm.py); those of the second start their own, as before (LAKECONNECT_TEST_OWN_JVM= to share).
+# The CLI processes of both parts run their Spark in a JVM their test process shares between them
+# (tests/shared_jvm.py); LAKECONNECT_TEST_OWN_JVM=1 gives each its own.
 #
 # Arguments go to both runs (paths, -k, -x, --lf ...). Both parts run even when the first fails; the exit
 # status is the first failure's. A part with no test selected (pytest's status 5) counts as passed.
@@ -25,8 +25,7 @@ status=0
 .venv/bin/python -m pytest -n "$workers" --dist worksteal -m "not serial" "$@"
 first=$?
 [ "$first" -eq 5 ] && first=0
-LAKECONNECT_TEST_OWN_JVM="${LAKECONNECT_TEST_OWN_JVM-1}" LAKECONNECT_TEST_MARIADB_PER_WORKER=1 \
-    .venv/bin/python -m pytest -n "$serial_workers" --dist worksteal -m serial "$@"
+LAKECONNECT_TEST_MARIADB_PER_WORKER=1 .venv/bin/python -m pytest -n "$serial_workers" --dist worksteal -m serial "$@"
 second=$?
 [ "$second" -eq 5 ] && second=0
 [ "$first" -ne 0 ] && status=$first || status=$second
