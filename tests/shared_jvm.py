@@ -23,6 +23,7 @@ starves the JVM). LAKECONNECT_TEST_OWN_JVM=1 gives every run its own JVM, to com
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shlex
 import shutil
@@ -168,6 +169,9 @@ class SharedJvms:
             return jvm
 
     def close(self) -> None:
+        """At exit: every JVM of this test process stops. py4j's logger is silenced first, as pytest has
+        closed the stream it would say its goodbyes on."""
+        logging.getLogger("py4j").disabled = True
         with self._lock:
             for jvm in self._jvms.values():
                 jvm.close()
