@@ -160,6 +160,7 @@ class Column:
         schema = self._base_schema()
         f = self.family
         if f == "timestamp":
+            # a schema default: Debezium prints it without the column's width (trailing zeros dropped)
             return zoned(_EPOCH + dt.timedelta(microseconds=int(t)))
         if f == "bit" and self.bits <= 1:
             return t == "1"
@@ -298,6 +299,9 @@ class Column:
         schema = self.connect_schema()
         f = self.family
         if f == "timestamp":
+            if self.fsp > 0:  # the column's digits, zeros kept (see `zoned`)
+                return F.date_format(F.timestamp_micros(text.cast("long")),
+                                     "yyyy-MM-dd'T'HH:mm:ss." + "S" * min(self.fsp, 6) + "'Z'")
             printed = F.date_format(F.timestamp_micros(text.cast("long")), "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'")
             return _trim_zoned(printed)
         if f == "bit" and self.bits <= 1:
@@ -353,10 +357,14 @@ def _micros(v: dt.datetime) -> int:
     return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
 
 
-def zoned(v: dt.datetime) -> str:
-    """Debezium's ZonedTimestamp text: ISO-8601 in UTC, the fraction without trailing zeros."""
+def zoned(v: dt.datetime, fsp: int = 0) -> str:
+    """Debezium's ZonedTimestamp text: ISO-8601 in UTC; the fraction with the column's `fsp` digits (zeros
+    kept, as Debezium's `ZonedTimestamp.toIsoString` prints a value of a column with a fractional width),
+    or, with `fsp` 0 (a column without one, or a schema default), without trailing zeros."""
     text = v.strftime("%Y-%m-%dT%H:%M:%S")
-    if v.microsecond:
+    if fsp > 0:
+        text += "." + f"{v.microsecond:06d}"[:fsp]
+    elif v.microsecond:
         text += ("." + f"{v.microsecond:06d}").rstrip("0")
     return text + "Z"
 

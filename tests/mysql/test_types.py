@@ -96,7 +96,9 @@ def test_spark_turns_the_text_into_debeziums_values(spark):
     from pyspark.sql import functions as F
     row = df.select([c.spark_value(F.col(c.name)).alias(c.name) for c in cols]).collect()[0]
     assert row["d"] == 17354  # the book's 2017-07-07
-    assert row["ts"] == zoned(when) == "2020-01-02T03:04:05.12Z"
+    # a column's fractional digits are all printed, zeros too, as Debezium's ZonedTimestamp prints them
+    assert row["ts"] == zoned(when, 6) == "2020-01-02T03:04:05.120000Z"
+    assert zoned(when) == "2020-01-02T03:04:05.12Z" and zoned(when, 3) == "2020-01-02T03:04:05.120Z"
     assert row["ts0"] == "2020-01-02T03:04:05Z"
     assert row["dt3"] == 1577934245120
     assert str(row["money"]) == "-12.34" and bytes(row["raw"]) == b"\x00\xff"
