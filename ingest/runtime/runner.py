@@ -459,13 +459,14 @@ class BatchRunner:
         failed = [failed_read] if failed_read is not None else []
         steps.done("convert")
         batches = self.pipeline.transform(batches)
-        good = []
+        good, guarded = [], []
         for batch in batches:
             if policy.tolerate and has_errors(batch.df):
                 ok, bad = split(batch.df)
                 failed.append(bad)
                 good.append(batch.with_df(ok))
             else:
+                guarded.append(batch.df)
                 good.append(batch.with_df(strip(guard(batch.df))))
         steps.done("transform")
 
@@ -473,12 +474,12 @@ class BatchRunner:
             return policy.retrying(lambda: task.put(good, ranges, prepared, batch_id), TASK_PUT,
                                    f"sink batch {batch_id}")
 
-        errant = run_guarded(put, self.name, task_id) or []
+        errant = run_guarded(put, self.name, task_id, guarded) or []
         steps.done("put")
         for batch in errant:  # records the sink reported (Kafka's ErrantRecordReporter)
             marked = fill_class(batch.df, plugin_class_name(task))
             if not policy.tolerate:
-                run_guarded(lambda m=marked: guard(m).count(), self.name, task_id)
+                run_guarded(lambda m=marked: guard(m).count(), self.name, task_id, [marked])
             else:
                 failed.append(marked)
         failures = self._handle_failed_sink_records(failed, group, task_id, batch_id)

@@ -22,6 +22,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,6 +34,10 @@ from ingest.errors import DataError, LakeConnectError, RetriableError
 from ingest.records import ERROR, HEADERS, OFFSET, PARTITION, SCOPE, SEQ, TIMESTAMP, TOPIC
 
 T = TypeVar("T")
+
+# The records `guard` was given inside `run_guarded`'s operation: when the batch fails, the error names
+# the first failed record among them, not the one whose Spark task happened to fail first.
+_GUARDED: ContextVar[list[DataFrame] | None] = ContextVar("guarded", default=None)
 
 # Kafka's ErrorHandlingMetrics / Stage names, used in logs and in the __connect.errors.stage header.
 KEY_CONVERTER = "KEY_CONVERTER"
@@ -170,34 +175,78 @@ def guard(df: DataFrame) -> DataFrame:
     def check(e: Column) -> Column:
         return F.when(e.isNotNull(), F.raise_error(failure_text(df, e))).otherwise(F.lit(True))
 
+    watching = _GUARDED.get()
+    if watching is not None:
+        watching.append(df)
+
     return df.filter(F.transform(F.array(F.col(ERROR)), check)[0])
 
 
-def tolerance_failure(exc: BaseException, connector: str, task: int) -> ToleranceExceeded | None:
-    """The clean error for a Spark failure raised by `guard` (None when `exc` is something else)."""
-    text = str(exc)
+def first_failure(frames: Iterable[DataFrame]) -> str | None:
+    """The failure text of the first failed consumed record of `frames`, in the order a Kafka Connect
+    sink task meets them: by topic, partition and offset.
+
+    Spark runs a batch's tasks side by side, so the record that `guard` raised on first is whichever task
+    got there first; a Connect task fails on the first failed record of its partition. This query runs
+    only once a batch has failed, and reads the one row it needs. Source records are left out: reading
+    them again would mean asking the source system again."""
+    first = None
+    for df in frames:
+        if ERROR not in df.columns or ORIGIN not in df.columns:
+            continue
+        order = [F.col(ORIGIN)[TOPIC], F.col(ORIGIN)[PARTITION], F.col(ORIGIN)[OFFSET]]
+        # Named once through a lambda, as in `guard`, so the error column's expression is not copied.
+        text = F.transform(F.array(F.col(ERROR)),
+                           lambda e: F.when(e.isNotNull(), failure_text(df, e)))[0]
+        keyed = df.select(F.struct(*[o.alias(f"k{i}") for i, o in enumerate(order)]).alias("k"), text.alias("t"))
+        rows = keyed.filter(F.col("t").isNotNull()).orderBy("k").limit(1).collect()
+        if rows and (first is None or tuple(rows[0]["k"]) < first[0]):
+            first = (tuple(rows[0]["k"]), rows[0]["t"])
+    return None if first is None else first[1]
+
+
+def _detail(text: str) -> str | None:
     at = text.find(MARKER)
     if at < 0:
         return None
     detail = text[at + len(MARKER):]
-    detail = re.split(r"\s+SQLSTATE: |\n", detail, maxsplit=1)[0].strip()
+    return re.split(r"\s+SQLSTATE: |\n", detail, maxsplit=1)[0].strip()
+
+
+def tolerance_failure(exc: BaseException, connector: str, task: int,
+                      frames: Iterable[DataFrame] = ()) -> ToleranceExceeded | None:
+    """The clean error for a Spark failure raised by `guard` (None when `exc` is something else), naming
+    the first failed record of `frames` when they are given."""
+    detail = _detail(str(exc))
+    if detail is None:
+        return None
+    try:
+        first = first_failure(frames)
+    except Exception:  # the batch's own failure is the one to report
+        first = None
+    if first:
+        detail = _detail(first) or detail
     return ToleranceExceeded(
         f"Tolerance exceeded in error handler: task {task} of connector '{connector}' stopped because {detail}. "
         f"Nothing of this batch was committed. Fix the record or the configuration, or set errors.tolerance=all "
         f"(with errors.deadletterqueue.topic.name for a sink) to route failed records aside, then run again")
 
 
-def run_guarded(operation: Callable[[], T], connector: str, task: int) -> T:
-    """Run an operation that evaluates guarded records; a failed record becomes ToleranceExceeded."""
+def run_guarded(operation: Callable[[], T], connector: str, task: int, frames: Iterable[DataFrame] = ()) -> T:
+    """Run an operation that evaluates guarded records; a failed record becomes ToleranceExceeded, naming
+    the first failed record of `frames` (the records before `guard`) when they are given."""
+    watching = _GUARDED.set([])  # the records `guard` checks inside the operation
     try:
         return operation()
     except LakeConnectError:
         raise
     except Exception as e:  # Spark's own exception types vary with the session kind
-        failure = tolerance_failure(e, connector, task)
+        failure = tolerance_failure(e, connector, task, [*frames, *_GUARDED.get()])
         if failure is None:
             raise
         raise failure from None
+    finally:
+        _GUARDED.reset(watching)
 
 
 def split(df: DataFrame) -> tuple[DataFrame, DataFrame | None]:
