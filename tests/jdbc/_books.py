@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli, run_here, write_worker
+from tests.conftest import cli, cli_here, run_here, write_worker
 from tests.runtime.helpers import topic_commits, topic_rows
 
 # The book's DDL and rows (ch. 5), with the book's timestamp value made explicit.
@@ -74,25 +74,26 @@ def create_connector(base: Path, database, name: str, config: dict) -> Path:
         "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "tasks.max": "1",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "true",
         "connection.url": jdbc, **creds, "table.whitelist": "kafka_books", **extra, **config}}))
-    r = cli("connectors", "create", str(f), worker=worker)
+    r = cli_here("connectors", "create", str(f), worker=worker)
     assert r.returncode == 0, r.stderr
     return worker
 
 
 def consume(worker: Path, topic: str) -> list[dict]:
-    r = cli("topics", "consume", topic, "--from-beginning", worker=worker)
+    r = cli_here("topics", "consume", topic, "--from-beginning", worker=worker)
     assert r.returncode == 0, r.stderr
     return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
 
 
 def offsets(worker: Path, name: str) -> list[dict]:
-    r = cli("offsets", "list", name, worker=worker)
+    r = cli_here("offsets", "list", name, worker=worker)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["offsets"]
 
 
 def run(worker: Path, name: str, **env: str):
-    r = cli("run", name, worker=worker, env=env or None)
+    """A run that is not killed: in this process, unless it needs environment variables of its own."""
+    r = cli("run", name, worker=worker, env=env) if env else cli_here("run", name, worker=worker)
     assert r.returncode == 0, r.stderr
     return r
 

@@ -33,7 +33,7 @@ def _setup(base: Path) -> tuple[Path, Path]:
         "name": "many", "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "tasks.max": "1",
         "connection.url": f"jdbc:sqlite:{db}", "mode": "incrementing", "incrementing.column.name": "id",
         "topic.prefix": "db-"}))
-    made = cli("connectors", "create", str(base / "c.json"), worker=worker)
+    made = cli_here("connectors", "create", str(base / "c.json"), worker=worker)
     assert made.returncode == 0, made.stderr
     return db, worker
 
@@ -78,5 +78,5 @@ def test_a_batch_over_many_tables_is_the_same_after_a_crash(tmp_path, crash):
     _run(worker, crash)
     _run(worker)
     assert _topics(tmp_path / "crashed" / "lake") == expected
-    status = json.loads(cli("connectors", "status", "many", "--runs", "5", worker=worker).stdout)
+    status = json.loads(cli_here("connectors", "status", "many", "--runs", "5", worker=worker).stdout)
     assert [r["batch_id"] for r in status["runs"] if r["state"] == "COMMITTED"][-2:] == [1, 2]

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from ingest.runtime.faults import CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli, run_here, write_worker
+from tests.conftest import cli, cli_here, run_here, write_worker
 from tests.runtime.helpers import topic_commits, topic_rows
 
 DDL = {
@@ -97,7 +97,7 @@ class Database:
             "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "connection.url": self.jdbc,
             **self.creds, "table.whitelist": "items", **({"schema.pattern": self.schema} if self.schema else {}),
             **config}}))
-        r = cli("connectors", "create", str(f), worker=worker)
+        r = cli_here("connectors", "create", str(f), worker=worker)
         assert r.returncode == 0, r.stderr
         return worker
 
@@ -142,7 +142,7 @@ def _events(lake: Path) -> list[tuple]:
 
 def _offsets(worker: Path, name: str = "x") -> list[dict]:
     """The connector's offsets without the key snapshot (the batch's clock time, different each run)."""
-    offsets = json.loads(cli("offsets", "list", name, worker=worker).stdout)["offsets"]
+    offsets = json.loads(cli_here("offsets", "list", name, worker=worker).stdout)["offsets"]
     return [{k: v for k, v in o["offset"].items() if k != "lakeconnect.keys.snapshot"} for o in offsets]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 from tests.jdbc._books import consume, create_connector
 
 BOOK_BULK_SCHEMA = {  # the book's bulk output, field for field
@@ -58,7 +58,7 @@ def test_book_timestamp_incrementing(tmp_path, database):
                           "'2022-06-26 10:09:02')")
         c.exec_driver_sql("UPDATE kafka_books SET published = '2022-09-23', timestamp = '2022-06-26 10:45:53' "
                           "WHERE id = 2")
-    r = cli("run", "mysql-source-inc", worker=worker)
+    r = cli_here("run", "mysql-source-inc", worker=worker)
     assert r.returncode == 0, r.stderr
     events = consume(worker, "mysql-inc-kafka_books")
     assert [(e["payload"]["id"], e["payload"]["published"], e["payload"]["timestamp"]) for e in events] == [
@@ -69,7 +69,7 @@ def test_book_timestamp_incrementing(tmp_path, database):
         assert events[-1]["schema"]["fields"][4] == {
             "type": "int64", "optional": False, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1,
             "field": "timestamp"}
-    offsets = json.loads(cli("offsets", "list", "mysql-source-inc", worker=worker).stdout)["offsets"]
+    offsets = json.loads(cli_here("offsets", "list", "mysql-source-inc", worker=worker).stdout)["offsets"]
     table = "kafka_books" if kind == "postgres" else None
     assert offsets[0]["offset"] == {"incrementing": 2, "timestamp": 1656240353000, "timestamp_nanos": 0}
     assert offsets[0]["partition"]["protocol"] == "1"
@@ -84,7 +84,7 @@ def test_refused_login_is_a_clear_error_without_the_password(tmp_path, database)
     assert r.returncode == 2, r.stderr
     assert "Sup3rS3cret" not in r.stdout + r.stderr and "Traceback" not in r.stderr
     assert "connection.user" in r.stderr and "refused the login" in r.stderr
-    status = cli("connectors", "status", "bad", worker=worker)
+    status = cli_here("connectors", "status", "bad", worker=worker)
     assert "Sup3rS3cret" not in status.stdout + status.stderr
 
 
@@ -99,13 +99,13 @@ def test_query_mode_timestamp_incrementing(tmp_path, database):
     with engine.begin() as c:
         c.exec_driver_sql("UPDATE kafka_books SET title = 'Kafka Connect (2nd)', timestamp = '2022-06-27 00:00:00' "
                           "WHERE id = 1")
-    r = cli("run", "q", worker=worker)
+    r = cli_here("run", "q", worker=worker)
     assert r.returncode == 0, r.stderr
     events = consume(worker, "books-q")
     assert [(e["payload"]["id"], e["payload"]["title"]) for e in events] == [
         (1, "Kafka Connect"), (2, "Kafka The Definitive Guide"), (1, "Kafka Connect (2nd)")]
     assert "name" not in events[0]["schema"]
-    offsets = json.loads(cli("offsets", "list", "q", worker=worker).stdout)["offsets"]
+    offsets = json.loads(cli_here("offsets", "list", "q", worker=worker).stdout)["offsets"]
     assert offsets == [{"partition": {"query": "query"},
                         "offset": {"incrementing": 1, "timestamp": 1656288000000, "timestamp_nanos": 0}}]
 
@@ -134,12 +134,12 @@ def test_a_row_the_database_fails_to_read_fails_the_batch_clearly(tmp_path, data
     assert "row is broken" in r.stderr and "reading the query from jdbc:" in r.stderr, r.stderr
     assert "Nothing of this batch was committed" in r.stderr
     assert "unexpected failure" not in r.stderr and "Traceback" not in r.stderr
-    status = json.loads(cli("connectors", "status", "check", worker=worker).stdout)
+    status = json.loads(cli_here("connectors", "status", "check", worker=worker).stdout)
     assert status["tasks"][0]["state"] == "FAILED" and "row is broken" in status["tasks"][0]["trace"]
-    assert cli("topics", "describe", "checked", worker=worker).returncode != 0 or consume(worker, "checked") == []
+    assert cli_here("topics", "describe", "checked", worker=worker).returncode != 0 or consume(worker, "checked") == []
     with engine.begin() as c:
         c.exec_driver_sql("UPDATE kafka_books SET subtitle = 'fixed' WHERE id = 2")
-    assert cli("connectors", "restart", "check", worker=worker).returncode == 0
+    assert cli_here("connectors", "restart", "check", worker=worker).returncode == 0
     r = cli("run", "check", worker=worker)
     assert r.returncode == 0, r.stderr
     assert [e["payload"]["id"] for e in consume(worker, "checked")] == [1, 2]

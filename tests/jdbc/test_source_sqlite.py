@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli, write_worker
+from tests.conftest import cli, cli_here, write_worker
 from tests.jdbc._books import (
     CRASH_MODES,
     CRASH_CONNECTOR, INJECTING_CONFIGS, ODD_CONFIG, Books, check_crash_at_every_step, check_odd_copy, check_refused,
@@ -59,7 +59,7 @@ def _create(base: Path, worker: Path, db: Path, name: str, config: dict) -> None
         "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "tasks.max": "1",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "true",
         "connection.url": f"jdbc:sqlite:{db}", "table.whitelist": "kafka_books", **config}}))
-    r = cli("connectors", "create", str(f), worker=worker)
+    r = cli_here("connectors", "create", str(f), worker=worker)
     assert r.returncode == 0, r.stderr
 
 
@@ -86,7 +86,7 @@ def test_book_bulk_copy(tmp_path):
     assert schema["fields"][3] == {"type": "int32", "optional": False, "name": "org.apache.kafka.connect.data.Date",
                                    "version": 1, "field": "published"}
     # Within poll.interval.ms (an hour here) nothing is copied again; a later run copies the whole table.
-    r = cli("run", "sqlite-source-bulk", worker=worker)
+    r = cli_here("run", "sqlite-source-bulk", worker=worker)
     assert r.returncode == 0 and "nothing new" in r.stdout + r.stderr
     assert offsets(worker, "sqlite-source-bulk")[0]["partition"] == {"protocol": "1", "table": "kafka_books"}
 
@@ -99,7 +99,7 @@ def test_book_timestamp_incrementing_walkthrough(tmp_path):
     _sql(db, "INSERT INTO kafka_books (title, subtitle, published, timestamp) VALUES ('Mastering Kafka Streams', "
              "'Building real-time data systems by example', '2021-02-26', '2022-06-26 10:09:02');"
              "UPDATE kafka_books SET published = '2022-09-23', timestamp = '2022-06-26 10:45:53' WHERE id = 2;")
-    r = cli("run", "sqlite-source-inc", "--until-caught-up", worker=worker)
+    r = cli_here("run", "sqlite-source-inc", "--until-caught-up", worker=worker)
     assert r.returncode == 0, r.stderr
     events = consume(worker, "sqlite-inc-kafka_books")
     assert [(e["payload"]["id"], e["payload"]["published"], e["payload"]["timestamp"]) for e in events] == [
@@ -109,16 +109,16 @@ def test_book_timestamp_incrementing_walkthrough(tmp_path):
     assert offsets(worker, "sqlite-source-inc") == [{
         "partition": {"protocol": "1", "table": "kafka_books"},
         "offset": {"incrementing": 2, "timestamp": 1656240353000, "timestamp_nanos": 0}}]
-    r = cli("run", "sqlite-source-inc", worker=worker)
+    r = cli_here("run", "sqlite-source-inc", worker=worker)
     assert r.returncode == 0 and "nothing new" in r.stdout + r.stderr
 
 
 def test_incrementing_mode_reads_each_new_row_once(tmp_path):
     _, db, worker = _setup(tmp_path, "inc", {"topic.prefix": "inc-", "mode": "incrementing"})
-    assert cli("run", "inc", worker=worker).returncode == 0
+    assert cli_here("run", "inc", worker=worker).returncode == 0
     _sql(db, "INSERT INTO kafka_books (title, subtitle, published) VALUES ('a', 'b', '2020-01-01');"
              "UPDATE kafka_books SET title = 'changed' WHERE id = 1;")  # an update is not a new id
-    assert cli("run", "inc", worker=worker).returncode == 0
+    assert cli_here("run", "inc", worker=worker).returncode == 0
     events = consume(worker, "inc-kafka_books")
     assert [(e["payload"]["id"], e["payload"]["title"]) for e in events] == [
         (1, "Kafka Connect"), (2, "Kafka The Definitive Guide"), (3, "a")]
@@ -180,11 +180,11 @@ def test_unreachable_database_fails_the_task_after_the_attempts(tmp_path):
                              "connection.url": "jdbc:mysql://127.0.0.1:1/inventory?password=pw-in-url",
                              "connection.user": "app", "connection.password": "pw-in-config",
                              "connection.attempts": "2", "connection.backoff.ms": "100"}))
-    assert cli("connectors", "create", str(f), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(f), worker=worker).returncode == 0
     r = cli("run", "down", worker=worker)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "cannot connect to jdbc:mysql://127.0.0.1:1/inventory?password=[hidden] after 2 attempt(s)" in r.stderr
-    status = cli("connectors", "status", "down", worker=worker)
+    status = cli_here("connectors", "status", "down", worker=worker)
     assert "FAILED" in status.stdout and "after 2 attempt(s)" in status.stdout
     for text in (r.stdout, r.stderr, status.stdout):
         assert "pw-in-url" not in text and "pw-in-config" not in text
@@ -199,7 +199,7 @@ def test_query_mode_incrementing(tmp_path):
                                             "table.whitelist": ""})
     assert cli("run", "q", worker=worker).returncode == 0
     _sql(db, "INSERT INTO kafka_books (title, subtitle, published) VALUES ('new', 'x', '2020-01-01');")
-    r = cli("run", "q", worker=worker)
+    r = cli_here("run", "q", worker=worker)
     assert r.returncode == 0, r.stderr
     events = consume(worker, "books-query")
     assert [(e["payload"]["id"], e["payload"]["title"], e["payload"]["published"], e["payload"]["tag"])

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli, run_here, write_worker
+from tests.conftest import cli, cli_here, run_here, write_worker
 
 pytestmark = pytest.mark.services
 ROWS = 60  # first batch; the second adds as many
@@ -88,7 +88,7 @@ class Setup:
             "incrementing.column.name": "id", "topic.prefix": self.prefix, "exactly.once.support": "required",
             "transforms": "key", "transforms.key.type": "org.apache.kafka.connect.transforms.ValueToKey",
             "transforms.key.fields": "id", **connector}}))
-        r = cli("connectors", "create", str(config), worker=self.worker)
+        r = cli_here("connectors", "create", str(config), worker=self.worker)
         assert r.returncode == 0, r.stderr
 
     def run(self, crash: str | None = None):
@@ -104,7 +104,7 @@ class Setup:
         return sum(len(v) for v in read_committed(self.bootstrap, self.markers).values())
 
     def offsets(self) -> list[dict]:
-        r = cli("offsets", "list", "eos", worker=self.worker)
+        r = cli_here("offsets", "list", "eos", worker=self.worker)
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)["offsets"]
 

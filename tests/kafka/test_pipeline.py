@@ -20,7 +20,7 @@ import pytest
 
 from ingest.topics import partition_for_key
 from ingest.topics.kafka import KafkaClients, group_offsets
-from tests.conftest import cli, write_worker
+from tests.conftest import cli, cli_here, write_worker
 from tests.s3._book import BOOK_RECORDS, S3SINK_FIELD, book_config, create, order
 from tests.jdbc.test_source_sqlite import BOOKS
 from tests.s3.test_book import FIELD_OBJECTS, aws_env, s3_objects
@@ -36,13 +36,13 @@ def kafka_worker(root: Path, kafka, **extra: str) -> Path:
 
 
 def produce(worker: Path, topic: str, records: list[str]) -> None:
-    r = cli("topics", "produce", topic, "--property", "parse.key=true", worker=worker,
+    r = cli_here("topics", "produce", topic, "--property", "parse.key=true", worker=worker,
             stdin="".join(line + "\n" for line in records))
     assert r.returncode == 0, r.stderr
 
 
 def lake_offsets(worker: Path, name: str) -> dict[int, int]:
-    r = cli("offsets", "list", name, worker=worker)
+    r = cli_here("offsets", "list", name, worker=worker)
     assert r.returncode == 0, r.stderr
     return {o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"] for o in json.loads(r.stdout)["offsets"]}
 
@@ -94,13 +94,13 @@ def _jdbc(root: Path, worker: Path, db: Path, prefix: str) -> None:
         "key.converter": "org.apache.kafka.connect.json.JsonConverter", "key.converter.schemas.enable": "false",
         "transforms": "key", "transforms.key.type": "org.apache.kafka.connect.transforms.ValueToKey",
         "transforms.key.fields": "id"}}))
-    r = cli("connectors", "create", str(f), worker=worker)
+    r = cli_here("connectors", "create", str(f), worker=worker)
     assert r.returncode == 0, r.stderr
 
 
 def _records(worker: Path, topic: str) -> list[str]:
-    r = cli("topics", "consume", topic, "--from-beginning", "--property", "print.key=true",
-            "--property", "print.partition=true", worker=worker)
+    r = cli_here("topics", "consume", topic, "--from-beginning", "--property", "print.key=true",
+                 "--property", "print.partition=true", worker=worker)
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
 
@@ -124,9 +124,9 @@ def test_jdbc_to_kafka_to_s3(tmp_path, kafka, bucket):
     delta = tmp_path / "delta"
     (delta / "lake").mkdir(parents=True)
     delta_worker = write_worker(delta / "worker.properties", delta / "lake", **json_values)
-    assert cli("topics", "create", topic, "--partitions", "3", worker=delta_worker).returncode == 0
+    assert cli_here("topics", "create", topic, "--partitions", "3", worker=delta_worker).returncode == 0
     _jdbc(delta, delta_worker, db, prefix)
-    assert cli("run", "books", worker=delta_worker).returncode == 0
+    assert cli_here("run", "books", worker=delta_worker).returncode == 0
     on_kafka = _records(worker, topic)
     assert len(on_kafka) == 2 and sorted(on_kafka) == sorted(_records(delta_worker, topic))
     assert '"title":"Kafka Connect"' in on_kafka[0] + on_kafka[1]
@@ -137,7 +137,7 @@ def test_jdbc_to_kafka_to_s3(tmp_path, kafka, bucket):
                 "'Building real-time data systems by example', '2021-02-26')")
     con.commit()
     con.close()
-    assert cli("run", "books", worker=worker).returncode == 0
+    assert cli_here("run", "books", worker=worker).returncode == 0
     assert len(_records(worker, topic)) == 3
 
     sink = book_config(S3SINK_FIELD, bucket=name, region="us-east-1", access_key="testing", secret_key="unused",

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from ingest.runtime.faults import CRASH_EXIT
-from tests.conftest import cli, run_here, write_worker
+from tests.conftest import cli, cli_here, kill_at_each_step, run_here, write_worker
 from tests.runtime.helpers import topic_rows
 
 VALUES = ['{"a":1}', "not json", '{"a":2}', "{broken", '{"a":3}']
@@ -23,8 +22,8 @@ def _setup(tmp_path: Path, tag: str, **errors: str):
     lake = tmp_path / tag / "lake"
     lake.mkdir(parents=True)
     worker = write_worker(tmp_path / tag / "worker.properties", lake)
-    assert cli("topics", "create", "events", "--partitions", "1", worker=worker).returncode == 0
-    r = cli("topics", "produce", "events", worker=worker, stdin="".join(v + "\n" for v in VALUES))
+    assert cli_here("topics", "create", "events", "--partitions", "1", worker=worker).returncode == 0
+    r = cli_here("topics", "produce", "events", worker=worker, stdin="".join(v + "\n" for v in VALUES))
     assert r.returncode == 0, r.stderr
     out = tmp_path / tag / "sink.out"
     config = tmp_path / tag / "c.json"
@@ -32,7 +31,7 @@ def _setup(tmp_path: Path, tag: str, **errors: str):
         "name": "snk", "connector.class": "FileStreamSink", "topics": "events", "file": str(out),
         "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
         **errors}))
-    r = cli("connectors", "create", str(config), worker=worker)
+    r = cli_here("connectors", "create", str(config), worker=worker)
     assert r.returncode == 0, r.stderr
     return lake, worker, out
 
@@ -51,7 +50,7 @@ def _dlq(lake: Path) -> list[dict]:
 
 
 def _offsets(worker: Path):
-    return json.loads(cli("offsets", "list", "snk", worker=worker).stdout)["offsets"]
+    return json.loads(cli_here("offsets", "list", "snk", worker=worker).stdout)["offsets"]
 
 
 def test_tolerance_none_fails_naming_the_record_and_commits_nothing(tmp_path):
@@ -87,7 +86,7 @@ def test_tolerance_all_routes_poison_records_to_the_dead_letter_queue(tmp_path):
             "'org.apache.kafka.connect.json.JsonConverter', where consumed record is {topic='events', "
             "partition=0, offset=1, timestamp=") in r.stderr
     assert [o["offset"] for o in _offsets(worker)] == [{"kafka_offset": 5}]
-    status = json.loads(cli("connectors", "status", "snk", worker=worker).stdout)
+    status = json.loads(cli_here("connectors", "status", "snk", worker=worker).stdout)
     assert status["tasks"][0]["state"] == "RUNNING"
 
 
@@ -111,13 +110,11 @@ def dlq_baseline(tmp_path_factory):
     return out.read_text(), _dlq(lake), _offsets(worker)
 
 
-@pytest.mark.parametrize("step", ["put", "write"])  # after the sink wrote; after the dead letters
-def test_crash_with_dead_letters_converges(tmp_path, dlq_baseline, step):
+def test_crash_with_dead_letters_converges(tmp_path, dlq_baseline):
     expected_file, expected_dlq, expected_offsets = dlq_baseline
     lake, worker, out = _setup(tmp_path, "crash", **DLQ)
-    r = cli("run", "snk", worker=worker, env={"LAKECONNECT_CRASH_AT": step})
-    assert r.returncode == CRASH_EXIT, r.stderr
-    assert run_here(worker, "snk")[0].resumed  # the run after the kill is made in this process
+    kill_at_each_step(worker, "snk", ["put", "write"])  # after the sink wrote; after the dead letters
+    assert run_here(worker, "snk")[0].resumed  # the run after the kills is made in this process
     assert out.read_text() == expected_file
     assert _dlq(lake) == expected_dlq
     assert _offsets(worker) == expected_offsets
@@ -147,7 +144,7 @@ def _source(tmp_path: Path, **errors: str):
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "transforms": "toInt", "transforms.toInt.type": "org.apache.kafka.connect.transforms.Cast$Value",
         "transforms.toInt.spec": "int32", **errors}))
-    assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(config), worker=worker).returncode == 0
     return lake, worker
 
 
@@ -159,7 +156,7 @@ def test_source_transform_failure_stops_the_task_before_any_write(tmp_path):
     assert "TRANSFORMATION" in r.stderr and "org.apache.kafka.connect.transforms.Cast$Value" in r.stderr, r.stderr
     assert "topic 'numbers'" in r.stderr
     assert not (lake / "topics" / "numbers").exists()
-    assert json.loads(cli("offsets", "list", "src", worker=worker).stdout)["offsets"] == []
+    assert json.loads(cli_here("offsets", "list", "src", worker=worker).stdout)["offsets"] == []
 
 
 def test_source_tolerates_skips_and_logs_failed_records(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 from ingest.runtime.faults import SINK_STEPS, SOURCE_STEPS
 from ingest.runtime.lease import Lease
-from tests.conftest import cli, kill_at_each_step, run_here, write_worker
+from tests.conftest import cli, cli_here, kill_at_each_step, run_here, write_worker
 from tests.runtime.helpers import topic_commits, topic_rows
 
 LINES = [f"line {i} " + "x" * (i % 7) for i in range(500)]
@@ -28,12 +28,12 @@ def _setup_source(tmp_path: Path, tag: str):
     config = tmp_path / tag / "c.json"
     config.write_text(json.dumps({"name": "src", "connector.class": "FileStreamSource", "file": str(source),
                                   "topic": "lines", "topic.creation.default.partitions": "3"}))
-    assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(config), worker=worker).returncode == 0
     return lake, worker, source
 
 
 def _source_state(lake: Path, worker: Path):
-    offsets = json.loads(cli("offsets", "list", "src", worker=worker).stdout)["offsets"]
+    offsets = json.loads(cli_here("offsets", "list", "src", worker=worker).stdout)["offsets"]
     for o in offsets:
         o["partition"]["filename"] = Path(o["partition"]["filename"]).name
     return topic_rows(lake, "lines"), offsets
@@ -96,7 +96,7 @@ def _setup_sink(tmp_path: Path, tag: str, spark):
     config = tmp_path / tag / "c.json"
     config.write_text(json.dumps({"name": "snk", "connector.class": "FileStreamSink", "topics": "events",
                                   "file": str(out)}))
-    assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(config), worker=worker).returncode == 0
     return lake, worker, out
 
 
@@ -105,7 +105,7 @@ def sink_baseline(tmp_path_factory, spark):
     tmp = tmp_path_factory.mktemp("sinkbase")
     lake, worker, out = _setup_sink(tmp, "clean", spark)
     run_here(worker, "snk")
-    return out.read_text(), json.loads(cli("offsets", "list", "snk", worker=worker).stdout)
+    return out.read_text(), json.loads(cli_here("offsets", "list", "snk", worker=worker).stdout)
 
 
 def test_sink_killed_after_each_step_of_a_batch(tmp_path, spark, sink_baseline):
@@ -114,7 +114,7 @@ def test_sink_killed_after_each_step_of_a_batch(tmp_path, spark, sink_baseline):
     kill_at_each_step(worker, "snk", SINK_STEPS)
     assert not run_here(worker, "snk")[0].resumed  # killed after "done": the batch was complete
     assert out.read_text() == expected_file
-    assert json.loads(cli("offsets", "list", "snk", worker=worker).stdout) == expected_offsets
+    assert json.loads(cli_here("offsets", "list", "snk", worker=worker).stdout) == expected_offsets
     assert len(expected_file.splitlines()) == 200
 
 
@@ -128,4 +128,4 @@ def test_second_concurrent_run_refuses_cleanly(tmp_path):
     assert r.returncode == 3
     assert "already running" in r.stderr and "Traceback" not in r.stderr
     assert not (lake / "topics" / "lines").exists()
-    assert cli("run", "src", worker=worker).returncode == 0
+    assert cli_here("run", "src", worker=worker).returncode == 0

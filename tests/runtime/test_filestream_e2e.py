@@ -2,14 +2,14 @@
 
 import json
 
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 from tests.runtime.helpers import topic_rows
 
 
 def _create(worker, tmp_path, name, config):
     f = tmp_path / f"{name}.json"
     f.write_text(json.dumps({"name": name, **config}))
-    r = cli("connectors", "create", str(f), worker=worker)
+    r = cli_here("connectors", "create", str(f), worker=worker)
     assert r.returncode == 0, r.stderr
 
 
@@ -32,9 +32,9 @@ def test_file_to_topic_to_file(tmp_path, lake, worker_file):
     assert r.returncode == 0, r.stderr
     assert sink.read_text() == "First record\nAnother record\nThird record\n"
 
-    offsets = json.loads(cli("offsets", "list", "file-source", worker=worker_file).stdout)
+    offsets = json.loads(cli_here("offsets", "list", "file-source", worker=worker_file).stdout)
     assert offsets == {"offsets": [{"partition": {"filename": str(source)}, "offset": {"position": 41}}]}
-    offsets = json.loads(cli("offsets", "list", "file-sink", worker=worker_file).stdout)
+    offsets = json.loads(cli_here("offsets", "list", "file-sink", worker=worker_file).stdout)
     assert offsets == {"offsets": [{"partition": {"kafka_partition": 0, "kafka_topic": "topic-to-export"},
                                     "offset": {"kafka_offset": 3}}]}
 
@@ -52,7 +52,7 @@ def test_file_to_topic_to_file(tmp_path, lake, worker_file):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["null\tFirst record", "null\tAnother record", "null\tThird record",
                                      "null\tpartial now complete"]
-    status = json.loads(cli("connectors", "status", "file-source", worker=worker_file).stdout)
+    status = json.loads(cli_here("connectors", "status", "file-source", worker=worker_file).stdout)
     assert status["connector"]["state"] == "RUNNING" and status["tasks"][0]["state"] == "RUNNING"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import cli, write_worker
+from tests.conftest import cli_here, write_worker
 
 ORDER_SCHEMA = ('{"type": "struct", "fields": [{"type": "int64", "field": "id"}, {"type": "string", "field": '
                 '"title"}, {"type": "int16", "field": "quantity"}], "name": "order"}')
@@ -103,21 +103,21 @@ def orders_lake(root: Path, records: list[str] = BOOK_RECORDS) -> tuple[Path, Pa
     lake = root / "lake"
     lake.mkdir(parents=True)
     worker = write_worker(root / "worker.properties", lake)
-    r = cli("topics", "create", "orders", "--partitions", "5", worker=worker)
+    r = cli_here("topics", "create", "orders", "--partitions", "5", worker=worker)
     assert r.returncode == 0, r.stderr
     produce(worker, records)
     return lake, worker
 
 
 def produce(worker: Path, records: list[str]) -> None:
-    r = cli("topics", "produce", "orders", "--property", "parse.key=true", worker=worker,
-            stdin="".join(line + "\n" for line in records))
+    r = cli_here("topics", "produce", "orders", "--property", "parse.key=true", worker=worker,
+                 stdin="".join(line + "\n" for line in records))
     assert r.returncode == 0, r.stderr
 
 
 def create(worker: Path, root: Path, config: dict) -> str:
     path = root / f"{config['name']}.json"
     path.write_text(json.dumps(config))
-    r = cli("connectors", "create", str(path), worker=worker)
+    r = cli_here("connectors", "create", str(path), worker=worker)
     assert r.returncode == 0, r.stderr
     return config["name"]

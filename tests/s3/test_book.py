@@ -12,7 +12,7 @@ import boto3
 import pytest
 from deltalake import DeltaTable
 
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 from tests.s3._book import S3SINK_FIELD, S3SINK_TIME, book_config, create, order, orders_lake, produce
 
 ID2 = b'{"id":2,"title":"Mastering Kafka Streams and KSQLDB","quantity":1}\n'
@@ -47,7 +47,7 @@ def local_objects(root) -> dict[str, bytes]:
 
 
 def offsets(worker, name: str) -> dict[int, int]:
-    r = cli("offsets", "list", name, worker=worker)
+    r = cli_here("offsets", "list", name, worker=worker)
     assert r.returncode == 0, r.stderr
     return {o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"] for o in json.loads(r.stdout)["offsets"]}
 
