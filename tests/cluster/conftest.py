@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli, write_worker
+from tests.conftest import cli, cli_here, write_worker
 from tests.services.spark_cluster import HOST, SparkCluster
 
 # What one application may take: both workers' single cores, 1g of each worker's 2g.
@@ -54,7 +54,7 @@ def create_connector(worker: Path, base: Path, config: dict) -> str:
     """Create connector `config["name"]` through the CLI from a JSON file under `base`; its name."""
     path = base / f"{config['name']}.json"
     path.write_text(json.dumps(config))
-    r = cli("connectors", "create", str(path), worker=worker)
+    r = cli_here("connectors", "create", str(path), worker=worker)
     assert r.returncode == 0, r.stdout + r.stderr
     return config["name"]
 

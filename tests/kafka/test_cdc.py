@@ -11,7 +11,7 @@ import uuid
 import boto3
 import pytest
 
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 from tests.kafka.test_pipeline import kafka_worker
 from tests.mysql._cdc import connector_config, create, records, run
 from tests.s3.test_book import aws_env, s3_objects
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.serial  # the private MariaDB's binlog is shared by the
 
 def _kafka_records(worker, topic: str) -> list[tuple[bytes | None, bytes | None]]:
     """(key, value) of the topic's one partition, read back through the product's Kafka reader."""
-    r = cli("topics", "consume", topic, "--from-beginning", "--property", "print.key=true", worker=worker)
+    r = cli_here("topics", "consume", topic, "--from-beginning", "--property", "print.key=true", worker=worker)
     assert r.returncode == 0, r.stderr
     out = []
     for line in r.stdout.splitlines():
@@ -41,7 +41,7 @@ def test_book_cdc_to_kafka_to_s3(tmp_path, services, kafka, inventory, s3_endpoi
     worker = kafka_worker(tmp_path / "kafka", kafka)
     f = tmp_path / "kafka" / "inventory-connector.json"
     f.write_text(json.dumps({"name": "inventory-connector", "config": config}))
-    assert cli("connectors", "create", str(f), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(f), worker=worker).returncode == 0
     for w in (delta_worker, worker):
         run(w, "inventory-connector")
     inventory("UPDATE kafka_books SET published = '2022-09-23' WHERE id = 2")
@@ -76,7 +76,7 @@ def test_book_cdc_to_kafka_to_s3(tmp_path, services, kafka, inventory, s3_endpoi
         "s3.bucket.name": bucket, "s3.region": "us-east-1", "store.url": s3_endpoint,
         "value.converter": "org.apache.kafka.connect.json.JsonConverter", "behavior.on.null.values": "ignore",
         "format.class": "io.confluent.connect.s3.format.json.JsonFormat", "flush.size": "4"}}))
-    assert cli("connectors", "create", str(sink), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(sink), worker=worker).returncode == 0
     r = cli("run", "cdc-s3", worker=worker, env=aws_env(s3_endpoint))
     assert r.returncode == 0, r.stderr
     objects = s3_objects(client, bucket)

@@ -97,7 +97,7 @@ def create(base: Path, name: str, config: dict[str, str]) -> Path:
     worker = write_worker(base / "worker.properties", base / "lake")
     f = base / f"{name}.json"
     f.write_text(json.dumps({"name": name, "config": config}))
-    r = cli("connectors", "create", str(f), worker=worker)
+    r = cli_here("connectors", "create", str(f), worker=worker)
     assert r.returncode == 0, r.stderr
     return worker
 
@@ -123,7 +123,7 @@ def payloads(lake: Path, topic: str) -> list[tuple[dict | None, dict | None]]:
 
 
 def offsets(worker: Path, name: str) -> list[dict]:
-    r = cli("offsets", "list", name, worker=worker)
+    r = cli_here("offsets", "list", name, worker=worker)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["offsets"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from tests.conftest import cli
+from tests.conftest import cli_here
 from tests.mysql._cdc import (
     Db, comparable, comparable_offsets, connector_config, crash_each_step, create, offsets, payloads,
     purge_binlog_through, run,
@@ -30,9 +30,19 @@ DB = "lc_cdc_paths"
 CRASHED_SERVER_ID = "20000"  # the clean connector's readers take 10000 to 10017: no overlap
 
 
+def _purged(services) -> Db:
+    """A connection to the server, whose binlog files so far are purged. Its oldest file would be what
+    earlier tests left on this server (tens of MB after the type tests), read by every run of a
+    snapshot.mode=never connector and scanned by a resume by GTID. The CDC tests of a pytest worker run
+    one after another on a server of their own."""
+    db = Db(services)
+    purge_binlog_through(db)
+    return db
+
+
 @pytest.fixture
 def db(services):
-    db = Db(services).fresh(DB)
+    db = _purged(services).fresh(DB)
     db("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
     yield db
     try:
@@ -46,7 +56,7 @@ def db(services):
 def fresh_db(services):
     """A database no earlier run used: snapshot.mode=never reads the whole binlog."""
     name = f"lc_cdc_paths_{uuid.uuid4().hex[:8]}"
-    db = Db(services).fresh(name)
+    db = _purged(services).fresh(name)
     db("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
     yield db
     db(f"DROP DATABASE IF EXISTS {name}")
@@ -94,10 +104,10 @@ def test_resume_by_gtid_when_the_saved_file_is_gone(tmp_path, services, db):
     body.write_text(json.dumps({"offsets": [{"partition": saved["partition"],
                                              "offset": {**saved["offset"], "file": "elsewhere-bin.000042"}}]}))
     for worker in (clean, crashed):
-        assert cli("connectors", "stop", "cdc", worker=worker).returncode == 0
-        r = cli("offsets", "alter", "cdc", str(body), worker=worker)
+        assert cli_here("connectors", "stop", "cdc", worker=worker).returncode == 0
+        r = cli_here("offsets", "alter", "cdc", str(body), worker=worker)
         assert r.returncode == 0, r.stderr
-        assert cli("connectors", "resume", "cdc", worker=worker).returncode == 0
+        assert cli_here("connectors", "resume", "cdc", worker=worker).returncode == 0
 
     r = run(clean, "cdc")
     assert "resuming from GTID position" in r.stderr, r.stderr
@@ -186,7 +196,7 @@ def test_recovery_resumes_the_stream_from_the_offsets(tmp_path, services, db):
         body = tmp_path / "recovery.json"
         body.write_text(json.dumps({"name": "cdc", "config": _config(services, DB, crashed=crashed_side,
                                                                      **{"snapshot.mode": "recovery"})}))
-        r = cli("connectors", "update", str(body), worker=worker)
+        r = cli_here("connectors", "update", str(body), worker=worker)
         assert r.returncode == 0, r.stderr
     db("INSERT INTO t VALUES (3, 'c')", "DELETE FROM t WHERE id = 1")
     run(clean, "cdc")

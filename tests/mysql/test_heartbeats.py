@@ -10,7 +10,7 @@ import pytest
 
 from connectors.mysql.config import HEARTBEAT_AT
 from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, run
 
 DB = "lc_cdc_beats"
@@ -33,7 +33,7 @@ def _connector(tmp_path, services, interval_ms: int):
 
 
 def _committed(worker) -> int:
-    status = json.loads(cli("connectors", "status", "beats", "--runs", "50", worker=worker).stdout)
+    status = json.loads(cli_here("connectors", "status", "beats", "--runs", "50", worker=worker).stdout)
     return sum(1 for r in status["runs"] if r["state"] == "COMMITTED")
 
 

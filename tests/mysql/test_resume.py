@@ -11,7 +11,7 @@ import time
 import pymysql
 import pytest
 
-from tests.conftest import REPO, cli
+from tests.conftest import REPO, cli, cli_here
 from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, purge_binlog_through, records, run
 
 DB = "lc_cdc_resume"
@@ -62,7 +62,7 @@ def test_batches_span_binlog_files_and_a_server_restart(tmp_path, services, db):
     assert up.returncode == 0, up.stdout + up.stderr
     db.conn = pymysql.connect(**db.settings, autocommit=True)
     db("INSERT INTO t VALUES (5, 'e')")  # in the binlog file the restarted server opened
-    assert cli("connectors", "restart", "cdc", worker=worker).returncode == 0
+    assert cli_here("connectors", "restart", "cdc", worker=worker).returncode == 0
     run(worker, "cdc")
     assert _changes(tmp_path / "lake")[6:] == [(4, "c", "d"), (5, "c", "e")]
 
@@ -75,12 +75,12 @@ def test_resume_by_gtid_when_the_saved_file_is_gone(tmp_path, services, db):
     db("INSERT INTO t VALUES (3, 'c')", "UPDATE t SET v = 'bb' WHERE id = 2")
     saved = offsets(worker, "cdc")[0]
     assert saved["offset"]["gtids"], saved
-    assert cli("connectors", "stop", "cdc", worker=worker).returncode == 0
+    assert cli_here("connectors", "stop", "cdc", worker=worker).returncode == 0
     body = tmp_path / "offsets.json"
     body.write_text(json.dumps({"offsets": [{"partition": saved["partition"],
                                              "offset": {**saved["offset"], "file": "elsewhere-bin.000042"}}]}))
-    assert cli("offsets", "alter", "cdc", str(body), worker=worker).returncode == 0
-    assert cli("connectors", "resume", "cdc", worker=worker).returncode == 0
+    assert cli_here("offsets", "alter", "cdc", str(body), worker=worker).returncode == 0
+    assert cli_here("connectors", "resume", "cdc", worker=worker).returncode == 0
     r = run(worker, "cdc")
     assert "resuming from GTID position" in r.stderr, r.stderr
     assert _changes(tmp_path / "lake") == [(1, "r", "a"), (2, "r", "b"), (3, "c", "c"), (2, "u", "bb")]
@@ -97,15 +97,15 @@ def test_a_purged_binlog_fails_clearly_then_when_needed_takes_a_new_snapshot(tmp
     assert r.returncode == 1, r.stdout + r.stderr
     assert "has been purged" in r.stderr and "snapshot.mode=when_needed" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
-    status = json.loads(cli("connectors", "status", "cdc", worker=worker).stdout)
+    status = json.loads(cli_here("connectors", "status", "cdc", worker=worker).stdout)
     assert status["tasks"][0]["state"] == "FAILED" and "purged" in status["tasks"][0]["trace"]
     assert offsets(worker, "cdc") == before and len(records(tmp_path / "lake", TOPIC)) == 2
 
     config = tmp_path / "when_needed.json"
     config.write_text(json.dumps({"name": "cdc", "config": _config(services, **{"snapshot.mode": "when_needed"})}))
-    r = cli("connectors", "update", str(config), worker=worker)
+    r = cli_here("connectors", "update", str(config), worker=worker)
     assert r.returncode == 0, r.stderr
-    assert cli("connectors", "restart", "cdc", worker=worker).returncode == 0
+    assert cli_here("connectors", "restart", "cdc", worker=worker).returncode == 0
     run(worker, "cdc")
     assert _changes(tmp_path / "lake") == [(1, "r", "a"), (2, "r", "b"), (1, "r", "a"), (2, "r", "b"), (3, "r", "c")]
     assert offsets(worker, "cdc")[0]["offset"]["snapshot"] is True

@@ -3,7 +3,7 @@
 import json
 
 from ingest.registry import PluginKind
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 
 
 def test_plugins_list_shows_every_kind():
@@ -63,7 +63,7 @@ def test_demo_moves_new_rows_once(tmp_path):
     assert first.returncode == 0, first.stderr
     assert "demo-jdbc-source task 0: batch 1 committed 3 records" in first.stdout
     assert "demo-s3-sink task 0: batch 1 committed 3 records" in first.stdout
-    second = cli("demo", "--lake", str(lake))
+    second = cli_here("demo", "--lake", str(lake))  # the first is the README's command as a process
     assert second.returncode == 0, second.stderr
     assert "demo-s3-sink task 0: batch 2 committed 3 records" in second.stdout
     bucket = lake / "demo" / "objects" / "demo-bucket" / "topics" / "demo-kafka_books" / "partition=0"
