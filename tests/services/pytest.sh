@@ -8,8 +8,8 @@
 #    MariaDB's binlog up to its end and some restart the server or purge its binlogs, so no other test may
 #    write to it meanwhile. They too run on two workers, each with a MariaDB of its own (up.sh starts
 #    $LAKECONNECT_MARIADB_INSTANCES of them, default 2; tests/services/fixtures.py hands worker gwN the
-#    N+1th): a CDC test's crash runs leave about half the two cores idle, waiting on the server and on
-#    starting processes. LAKECONNECT_TEST_SERIAL_WORKERS sets the number (0: in this process, on the first).
+#    N+1th). Both parts keep the two cores busy (the serial one measured 1% idle).
+#    LAKECONNECT_TEST_SERIAL_WORKERS sets the number (0: in this process, on the first).
 #
 # The CLI processes of both parts run their Spark in a JVM their test process shares between them
 # (tests/shared_jvm.py); LAKECONNECT_TEST_OWN_JVM=1 gives each its own.
