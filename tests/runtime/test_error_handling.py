@@ -23,8 +23,11 @@ def _setup(tmp_path: Path, tag: str, **errors: str):
     lake.mkdir(parents=True)
     worker = write_worker(tmp_path / tag / "worker.properties", lake)
     assert cli_here("topics", "create", "events", "--partitions", "1", worker=worker).returncode == 0
-    r = cli_here("topics", "produce", "events", worker=worker, stdin="".join(v + "\n" for v in VALUES))
-    assert r.returncode == 0, r.stderr
+    # Two appends, so the poison records (offsets 1 and 3) sit in two files that Spark reads in two tasks
+    # side by side: the task must still fail on offset 1, the first, as a Connect task would.
+    for part in (VALUES[:3], VALUES[3:]):
+        r = cli_here("topics", "produce", "events", worker=worker, stdin="".join(v + "\n" for v in part))
+        assert r.returncode == 0, r.stderr
     out = tmp_path / tag / "sink.out"
     config = tmp_path / tag / "c.json"
     config.write_text(json.dumps({
