@@ -147,11 +147,6 @@ class SharedJvms:
 
         settings = _spark_settings(worker, env)
         conf = spark_conf(settings)
-        # C1 alone suits a JVM that lives for one short command; one that serves many runs also compiles
-        # with C2, so that what it does again and again (query planning, task deserialisation) gets faster.
-        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-            if key in conf:
-                conf[key] = " ".join(o for o in conf[key].split() if o != "-XX:TieredStopAtLevel=1")
         worker_env = {k: v for k, v in env.items() if k not in DRIVER_ONLY and k not in IGNORED}
         key = (tuple(sorted(conf.items())), tuple(sorted(worker_env.items())))
         with self._lock:

@@ -3,8 +3,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from ingest.spark import get_spark, stop_spark
+    from ingest.spark import stop_spark
+    from tests.conftest import spark_session
 
-    session = get_spark({"spark.sql.shuffle.partitions": "4"}, app_name="lakeconnect-tests")
-    yield session
+    yield spark_session()
     stop_spark()
