@@ -4,7 +4,8 @@
 # 1. Debian packages: checks with dpkg-query which of the packages below are missing; as root it runs
 #    `apt-get update` + `apt-get install -y` for the missing ones only (a machine that has them all does no
 #    apt work at all); not root -> prints what is missing and exits 1.
-# 2. Python: creates .venv (python3 -m venv) if absent and runs `.venv/bin/pip install -e '.[test,airflow,notebooks]'`
+# 2. Python: creates .venv (python3 -m venv) if absent and installs `-e '.[test,airflow,notebooks]'` into it
+#    with uv (pip-installed from PyPI into the venv; pip itself if that fails)
 #    (Airflow 3 for dags/ and tests/dags: it installs beside pyspark with no conflict; ~35 s more; Jupyter's
 #    kernel and nbclient for the notebooks and tests/notebooks).
 #    The install is skipped when a stamp (hash of pyproject.toml + the extras + python version) says it ran.
@@ -76,10 +77,18 @@ stamp="$( { cat pyproject.toml; echo "$EXTRAS"; "$VENV/bin/python" -VV; } | sha2
 if [[ "${LAKECONNECT_FORCE_PIP:-0}" != 1 && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
     echo "setup: .venv up to date (pip install -e '.[$EXTRAS]' already done for this pyproject.toml)"
 else
-    echo "setup: .venv/bin/pip install -e '.[$EXTRAS]'"
     log="$VENV/lakeconnect-pip-install.log"
-    if ! "$VENV/bin/pip" install --disable-pip-version-check -e ".[$EXTRAS]" >"$log" 2>&1; then
-        echo "setup: pip install failed; last lines of $log:" >&2
+    # uv (from PyPI, into the venv) resolves and installs the same packages, in parallel: a fresh install
+    # took 34 s with it, 3.9 minutes with pip. pip does it when uv cannot be had.
+    if "$VENV/bin/pip" install --disable-pip-version-check -q "uv>=0.5,<1" >"$log" 2>&1; then
+        installer=("$VENV/bin/uv" pip install --python "$VENV/bin/python")
+    else
+        echo "setup: uv could not be installed from PyPI (see $log); installing with pip instead" >&2
+        installer=("$VENV/bin/pip" install --disable-pip-version-check)
+    fi
+    echo "setup: ${installer[*]#"$ROOT"/} -e '.[$EXTRAS]'"
+    if ! "${installer[@]}" -e ".[$EXTRAS]" >>"$log" 2>&1; then
+        echo "setup: installing the Python packages failed; last lines of $log:" >&2
         tail -n 30 "$log" >&2
         exit 1
     fi
