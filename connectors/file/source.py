@@ -21,7 +21,6 @@ from ingest.config.configdef import ConfigDef, Importance, NonEmptyString, Range
 from ingest.errors import FatalError
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records.schema import STRING_SCHEMA
-from ingest.state.tables import canonical_json, now
 
 FILE = "file"
 TOPIC_KEY = "topic"
@@ -52,6 +51,10 @@ class FileStreamSourceTask(SourceTask):
         return {"filename": self.config[FILE]}
 
     def plan(self, committed: Mapping[str, Any]) -> SourcePlan:
+        # Here, not at the top: Spark's Python workers import this module to read the file's chunks, and
+        # the state tables bring deltalake and pandas (half a second a worker) that they never use.
+        from ingest.state.tables import canonical_json, now
+
         path = self.config[FILE]
         partition = self._partition()
         offset = committed.get(canonical_json(partition))
