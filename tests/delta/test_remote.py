@@ -125,7 +125,7 @@ def test_a_connector_runs_on_an_object_store_lake_with_a_local_lease_directory(s
     import fcntl
     import json
 
-    from tests.conftest import cli, write_worker
+    from tests.conftest import cli, cli_here, write_worker
 
     storage = {f"lake.storage.{k}": v for k, v in s3_options.items()}
     worker = write_worker(tmp_path / "worker.properties", "s3://lake/run-lake", **storage,
@@ -135,11 +135,11 @@ def test_a_connector_runs_on_an_object_store_lake_with_a_local_lease_directory(s
     spec = tmp_path / "fs.json"
     spec.write_text(json.dumps({"name": "fs", "connector.class": "FileStreamSource", "file": str(source),
                                 "topic": "lines"}))
-    assert cli("connectors", "create", str(spec), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(spec), worker=worker).returncode == 0
     killed = cli("run", "fs", worker=worker, env={"LAKECONNECT_CRASH_AT": "write"})
     assert killed.returncode == 137, killed.stderr
     assert cli("run", "fs", worker=worker).returncode == 0
-    consumed = cli("topics", "consume", "lines", "--from-beginning", worker=worker)
+    consumed = cli_here("topics", "consume", "lines", "--from-beginning", worker=worker)
     assert consumed.stdout.split() == ["one", "two", "three"], consumed.stderr
 
     lock = tmp_path / "locks" / "fs.task-0.lock"

@@ -158,9 +158,9 @@ def test_topic_tools_on_kafka(tmp_path, kafka):
     kafka.create_topic(topic, 2)
     worker = kafka_worker(tmp_path, kafka)
     produce(worker, topic, ["a\tone", "b\ttwo", "a\tthree"])
-    r = cli("topics", "list", worker=worker)
+    r = cli_here("topics", "list", worker=worker)
     assert r.returncode == 0 and topic in r.stdout.splitlines()
-    r = cli("topics", "describe", topic, worker=worker)
+    r = cli_here("topics", "describe", topic, worker=worker)
     assert r.returncode == 0, r.stderr
     assert f"Topic: {topic}\tPartitionCount: 2" in r.stdout
     ends = [int(line.rsplit("EndOffset: ", 1)[1]) for line in r.stdout.splitlines() if "EndOffset" in line]
@@ -168,10 +168,10 @@ def test_topic_tools_on_kafka(tmp_path, kafka):
     for key in (b"a", b"b", b"a"):
         expected[partition_for_key(key, 2)] += 1
     assert ends == expected
-    r = cli("topics", "consume", topic, "--from-beginning", "--property", "print.key=true", worker=worker)
+    r = cli_here("topics", "consume", topic, "--from-beginning", "--property", "print.key=true", worker=worker)
     assert r.returncode == 0, r.stderr
     assert sorted(r.stdout.splitlines()) == ["a\tone", "a\tthree", "b\ttwo"]
-    r = cli("topics", "create", topic, "--partitions", "2", worker=worker)
+    r = cli_here("topics", "create", topic, "--partitions", "2", worker=worker)
     assert r.returncode != 0 and f"topic '{topic}' already exists" in r.stderr
 
 
@@ -181,18 +181,18 @@ def test_topics_are_created_with_the_partitions_configs_and_replicas_asked(tmp_p
 
     worker = kafka_worker(tmp_path, kafka)
     seven = kafka.unique_topic("seven")
-    r = cli("topics", "create", seven, "--partitions", "7", "--config", "cleanup.policy=compact", worker=worker)
+    r = cli_here("topics", "create", seven, "--partitions", "7", "--config", "cleanup.policy=compact", worker=worker)
     assert r.returncode == 0, r.stderr
-    r = cli("topics", "describe", seven, worker=worker)
+    r = cli_here("topics", "describe", seven, worker=worker)
     assert r.returncode == 0 and f"Topic: {seven}\tPartitionCount: 7" in r.stdout, r.stdout + r.stderr
-    r = cli("topics", "create", seven, "--partitions", "7", "--if-not-exists", worker=worker)
+    r = cli_here("topics", "create", seven, "--partitions", "7", "--if-not-exists", worker=worker)
     assert r.returncode == 0, r.stderr
     admin = kafka.admin()
     [described] = admin.describe_configs([ConfigResource("topic", seven)]).values()
     assert described.result(30)["cleanup.policy"].value == "compact"
 
     # A replication factor the one-broker cluster cannot hold: refused, naming the setting.
-    r = cli("topics", "create", kafka.unique_topic("three"), "--replication-factor", "3", worker=worker)
+    r = cli_here("topics", "create", kafka.unique_topic("three"), "--replication-factor", "3", worker=worker)
     assert r.returncode == 2 and "--replication-factor" in r.stderr and "replication factor 3" in r.stderr, r.stderr
 
     # A source creates its topics with topic.creation.default.* (partitions, replicas, topic configs).
@@ -204,7 +204,7 @@ def test_topics_are_created_with_the_partitions_configs_and_replicas_asked(tmp_p
             "connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": name,
             "topic.creation.default.partitions": "3", "topic.creation.default.replication.factor": replicas,
             "topic.creation.default.retention.ms": "86400000"}}))
-        assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+        assert cli_here("connectors", "create", str(config), worker=worker).returncode == 0
         r = cli("run", name, worker=worker)
         assert r.returncode == code, r.stderr
         if code:
@@ -225,11 +225,11 @@ def test_unreachable_brokers_fail_the_task_with_the_reason(tmp_path):
     config = tmp_path / "fs.json"
     config.write_text(json.dumps({"name": "fs", "config": {
         "connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": "lines"}}))
-    assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(config), worker=worker).returncode == 0
     r = cli("run", "fs", worker=worker)
     assert r.returncode == 75, r.stderr  # worth another try later: a scheduler retries it
     assert "cannot reach the Kafka cluster at 127.0.0.1:1" in r.stderr and "kafka.bootstrap.servers" in r.stderr
-    status = json.loads(cli("connectors", "status", "fs", worker=worker).stdout)
+    status = json.loads(cli_here("connectors", "status", "fs", worker=worker).stdout)
     assert status["tasks"][0]["state"] == "FAILED"
     assert "cannot reach the Kafka cluster at 127.0.0.1:1" in status["tasks"][0]["trace"]
 
@@ -237,8 +237,8 @@ def test_unreachable_brokers_fail_the_task_with_the_reason(tmp_path):
     config.write_text(json.dumps({"name": "fs", "config": {
         "connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": "lines",
         "errors.retry.timeout": "1500", "errors.retry.delay.max.ms": "200"}}))
-    assert cli("connectors", "update", str(config), worker=worker).returncode == 0
+    assert cli_here("connectors", "update", str(config), worker=worker).returncode == 0
     r = cli("run", "fs", worker=worker)
     assert r.returncode == 75, r.stderr
     assert "(KAFKA_PRODUCE) still failing after" in r.stderr and "kafka.bootstrap.servers" in r.stderr, r.stderr[-2000:]
-    assert json.loads(cli("offsets", "list", "fs", worker=worker).stdout)["offsets"] == []  # nothing committed
+    assert json.loads(cli_here("offsets", "list", "fs", worker=worker).stdout)["offsets"] == []  # nothing committed

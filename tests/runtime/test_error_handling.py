@@ -130,7 +130,7 @@ def test_dead_letter_topic_cannot_be_consumed_by_the_same_sink(tmp_path):
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"name": "snk", "connector.class": "FileStreamSink", "topics": "events,events-dlq",
                                   "file": str(tmp_path / "o"), **DLQ}))
-    r = cli("validate", str(config), worker=worker)
+    r = cli_here("validate", str(config), worker=worker)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "errors.deadletterqueue.topic.name" in r.stderr + r.stdout
 

@@ -47,7 +47,7 @@ def test_file_to_topic_to_file(tmp_path, lake, worker_file):
     r = cli("run", "file-source", worker=worker_file)
     assert "nothing new" in r.stdout
 
-    r = cli("topics", "consume", "topic-to-export", "--from-beginning", "--property", "print.key=true",
+    r = cli_here("topics", "consume", "topic-to-export", "--from-beginning", "--property", "print.key=true",
             worker=worker_file)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["null\tFirst record", "null\tAnother record", "null\tThird record",
@@ -74,9 +74,9 @@ def test_json_converter_output_matches_the_book(tmp_path, lake, worker_file):
 
 def test_json_sink_prints_maps_like_the_book(tmp_path, lake, worker_file):
     json_out, string_out = tmp_path / "json-sink.out", tmp_path / "string-sink.out"
-    r = cli("topics", "create", "topic-to-export-with-converters", "--partitions", "1", worker=worker_file)
+    r = cli_here("topics", "create", "topic-to-export-with-converters", "--partitions", "1", worker=worker_file)
     assert r.returncode == 0, r.stderr
-    r = cli("topics", "produce", "topic-to-export-with-converters", worker=worker_file, stdin='{"greeting":"hello"}\n')
+    r = cli_here("topics", "produce", "topic-to-export-with-converters", worker=worker_file, stdin='{"greeting":"hello"}\n')
     assert r.returncode == 0, r.stderr
     _create(worker_file, tmp_path, "file-json-sink", {
         "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1",
@@ -99,7 +99,7 @@ def test_file_connectors_need_the_worker_flag(tmp_path, lake):
     worker = write_worker(tmp_path / "w.properties", lake, **{"file.connectors.enable": "false"})
     f = tmp_path / "c.json"
     f.write_text(json.dumps({"name": "s", "connector.class": "FileStreamSource", "file": "/etc/hostname", "topic": "t"}))
-    r = cli("connectors", "create", str(f), worker=worker)
+    r = cli_here("connectors", "create", str(f), worker=worker)
     assert r.returncode == 2
     assert "file.connectors.enable=true" in r.stderr
     assert "Traceback" not in r.stderr

@@ -2,7 +2,7 @@
 
 import json
 
-from tests.conftest import cli, write_worker
+from tests.conftest import cli, cli_here, write_worker
 from tests.runtime.helpers import topic_rows
 
 
@@ -12,7 +12,7 @@ def _setup(tmp_path, lake, worker):
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"name": "src", "connector.class": "FileStreamSource", "file": str(source),
                                   "topic": "t"}))
-    assert cli("connectors", "create", str(config), worker=worker).returncode == 0
+    assert cli_here("connectors", "create", str(config), worker=worker).returncode == 0
     return source, config
 
 
@@ -22,44 +22,44 @@ def _values(lake):
 
 def test_pause_stop_alter_reset_resume(tmp_path, lake, worker_file):
     source, _ = _setup(tmp_path, lake, worker_file)
-    assert cli("connectors", "pause", "src", worker=worker_file).returncode == 0
-    r = cli("run", "src", worker=worker_file)
+    assert cli_here("connectors", "pause", "src", worker=worker_file).returncode == 0
+    r = cli_here("run", "src", worker=worker_file)
     assert r.returncode == 0 and "not run (connector is PAUSED)" in r.stdout
     assert not (lake / "topics" / "t").exists()
-    assert cli("connectors", "resume", "src", worker=worker_file).returncode == 0
-    assert cli("run", "src", worker=worker_file).returncode == 0
+    assert cli_here("connectors", "resume", "src", worker=worker_file).returncode == 0
+    assert cli_here("run", "src", worker=worker_file).returncode == 0
     assert _values(lake) == ["a", "bb", "ccc"]
 
-    assert cli("connectors", "stop", "src", worker=worker_file).returncode == 0
+    assert cli_here("connectors", "stop", "src", worker=worker_file).returncode == 0
     body = tmp_path / "offsets.json"
     body.write_text(json.dumps({"offsets": [{"partition": {"filename": str(source)}, "offset": {"position": 2}}]}))
-    r = cli("offsets", "alter", "src", str(body), worker=worker_file)
+    r = cli_here("offsets", "alter", "src", str(body), worker=worker_file)
     assert r.returncode == 0, r.stderr
-    listed = json.loads(cli("offsets", "list", "src", worker=worker_file).stdout)
+    listed = json.loads(cli_here("offsets", "list", "src", worker=worker_file).stdout)
     assert listed["offsets"] == [{"partition": {"filename": str(source)}, "offset": {"position": 2}}]
-    assert cli("connectors", "resume", "src", worker=worker_file).returncode == 0
-    assert cli("run", "src", worker=worker_file).returncode == 0
+    assert cli_here("connectors", "resume", "src", worker=worker_file).returncode == 0
+    assert cli_here("run", "src", worker=worker_file).returncode == 0
     assert _values(lake) == ["a", "bb", "ccc", "bb", "ccc"]
 
-    assert cli("connectors", "stop", "src", worker=worker_file).returncode == 0
-    assert cli("offsets", "reset", "src", worker=worker_file).returncode == 0
-    assert json.loads(cli("offsets", "list", "src", worker=worker_file).stdout) == {"offsets": []}
-    assert cli("connectors", "resume", "src", worker=worker_file).returncode == 0
-    assert cli("run", "src", worker=worker_file).returncode == 0
+    assert cli_here("connectors", "stop", "src", worker=worker_file).returncode == 0
+    assert cli_here("offsets", "reset", "src", worker=worker_file).returncode == 0
+    assert json.loads(cli_here("offsets", "list", "src", worker=worker_file).stdout) == {"offsets": []}
+    assert cli_here("connectors", "resume", "src", worker=worker_file).returncode == 0
+    assert cli_here("run", "src", worker=worker_file).returncode == 0
     assert _values(lake) == ["a", "bb", "ccc", "bb", "ccc", "a", "bb", "ccc"]
 
 
 def test_recreated_connector_resumes_from_shared_offsets(tmp_path, lake, worker_file):
     source, config = _setup(tmp_path, lake, worker_file)
-    assert cli("run", "src", worker=worker_file).returncode == 0
-    assert cli("connectors", "delete", "src", worker=worker_file).returncode == 0
-    assert "src" not in cli("connectors", "list", worker=worker_file).stdout.split()
+    assert cli_here("run", "src", worker=worker_file).returncode == 0
+    assert cli_here("connectors", "delete", "src", worker=worker_file).returncode == 0
+    assert "src" not in cli_here("connectors", "list", worker=worker_file).stdout.split()
     with open(source, "a") as f:
         f.write("dddd\n")
     # A second worker with its own config store but the same offsets table, as MSK's offset.storage.topic.
     other = write_worker(tmp_path / "other.properties", lake, **{"lake.configs.table": "other-configs"})
-    assert cli("connectors", "create", str(config), worker=other).returncode == 0
-    assert cli("run", "src", worker=other).returncode == 0
+    assert cli_here("connectors", "create", str(config), worker=other).returncode == 0
+    assert cli_here("run", "src", worker=other).returncode == 0
     assert _values(lake) == ["a", "bb", "ccc", "dddd"]
 
 
@@ -67,15 +67,15 @@ def test_get_masks_secrets(tmp_path, worker_file):
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"name": "s", "connector.class": "FileStreamSource", "file": "/etc/hostname",
                                   "topic": "t", "producer.override.sasl.jaas.config": "user=x password=hunter2"}))
-    assert cli("connectors", "create", str(config), worker=worker_file).returncode == 0
-    r = cli("connectors", "get", "s", worker=worker_file)
+    assert cli_here("connectors", "create", str(config), worker=worker_file).returncode == 0
+    r = cli_here("connectors", "get", "s", worker=worker_file)
     assert "hunter2" not in r.stdout
     assert json.loads(r.stdout)["config"]["producer.override.sasl.jaas.config"] == "[hidden]"
 
 
 def test_offsets_are_never_reset_silently(tmp_path, lake, worker_file):
     _setup(tmp_path, lake, worker_file)
-    assert cli("run", "src", worker=worker_file).returncode == 0
+    assert cli_here("run", "src", worker=worker_file).returncode == 0
     moved = write_worker(tmp_path / "moved.properties", lake, **{"offset.storage.topic": "fresh-offsets"})
     r = cli("run", "src", worker=moved)
     assert r.returncode == 2, r.stderr
@@ -83,7 +83,7 @@ def test_offsets_are_never_reset_silently(tmp_path, lake, worker_file):
     assert _values(lake) == ["a", "bb", "ccc"]
     for args in (("connectors", "stop", "src"), ("offsets", "reset", "src"), ("connectors", "resume", "src"),
                  ("run", "src")):
-        r = cli(*args, worker=moved)
+        r = cli_here(*args, worker=moved)
         assert r.returncode == 0, r.stderr
     assert _values(lake) == ["a", "bb", "ccc", "a", "bb", "ccc"]
 
@@ -93,19 +93,19 @@ def test_failure_shows_in_status_and_restart_clears_it(tmp_path, lake, worker_fi
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"name": "broken", "connector.class": "FileStreamSource", "file": str(missing),
                                   "topic": "t"}))
-    assert cli("connectors", "create", str(config), worker=worker_file).returncode == 0
+    assert cli_here("connectors", "create", str(config), worker=worker_file).returncode == 0
     r = cli("run", "broken", worker=worker_file)
     assert r.returncode == 1 and "cannot read source file" in r.stderr and "Traceback" not in r.stderr
-    status = json.loads(cli("connectors", "status", "broken", worker=worker_file).stdout)
+    status = json.loads(cli_here("connectors", "status", "broken", worker=worker_file).stdout)
     assert status["tasks"][0]["state"] == "FAILED"
     assert "cannot read source file" in status["tasks"][0]["trace"]
-    r = cli("connectors", "restart", "broken", "--include-tasks", "--only-failed", worker=worker_file)
+    r = cli_here("connectors", "restart", "broken", "--include-tasks", "--only-failed", worker=worker_file)
     assert r.returncode == 0, r.stderr
-    status = json.loads(cli("connectors", "status", "broken", worker=worker_file).stdout)
+    status = json.loads(cli_here("connectors", "status", "broken", worker=worker_file).stdout)
     assert status["tasks"][0]["state"] == "UNASSIGNED" and "trace" not in status["tasks"][0]
     missing.write_text("now here\n")
-    assert cli("run", "broken", worker=worker_file).returncode == 0
-    status = json.loads(cli("connectors", "status", "broken", worker=worker_file).stdout)
+    assert cli_here("run", "broken", worker=worker_file).returncode == 0
+    status = json.loads(cli_here("connectors", "status", "broken", worker=worker_file).stdout)
     assert status["tasks"][0]["state"] == "RUNNING"
 
 

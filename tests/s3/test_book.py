@@ -72,7 +72,7 @@ def test_field_partitioner_example_on_s3(tmp_path, bucket):
     shown = r.stdout + r.stderr
     for args in (("connectors", "get", "s3sink-field"), ("connectors", "status", "s3sink-field"),
                  ("offsets", "list", "s3sink-field")):
-        shown += cli(*args, worker=worker).stdout
+        shown += cli_here(*args, worker=worker).stdout
     assert secret not in shown
 
     # "If you send another two records with the key set to 1, the matching objects will appear in S3."
@@ -129,7 +129,7 @@ def test_time_based_example_on_s3(tmp_path, s3_endpoint):
     config = book_config(S3SINK_TIME, region="us-east-1", access_key="testing", secret_key="testing",
                          bucket_name=bucket_name)
     create(worker, tmp_path, config)
-    r = cli("validate", str(tmp_path / "s3sink-time.json"), worker=worker)
+    r = cli_here("validate", str(tmp_path / "s3sink-time.json"), worker=worker)
     assert r.returncode == 0 and "not exactly-once" in r.stdout, r.stdout + r.stderr
 
     r = cli("run", "s3sink-time", worker=worker, env=aws_env(s3_endpoint))

@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 from ingest.config.topic_configs import topic_configs
 from ingest.errors import ConfigError, DataError
 from ingest.topics import TopicTable
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 
 
 def _records(spark, n, keyed=True):
@@ -83,20 +83,20 @@ def test_compaction_needs_keys(spark, tmp_path):
 
 
 def test_cli_alter_and_describe(tmp_path, worker_file):
-    assert cli("topics", "create", "orders", "--partitions", "2", "--config", "retention.ms=1000",
+    assert cli_here("topics", "create", "orders", "--partitions", "2", "--config", "retention.ms=1000",
                worker=worker_file).returncode == 0
-    r = cli("topics", "alter", "orders", "--add-config", "cleanup.policy=compact,delete", "--add-config",
+    r = cli_here("topics", "alter", "orders", "--add-config", "cleanup.policy=compact,delete", "--add-config",
             "delete.retention.ms=60000", "--delete-config", "retention.ms", worker=worker_file)
     assert r.returncode == 0, r.stderr
     assert "Completed updating config for topic orders." in r.stdout
-    d = cli("topics", "describe", "orders", worker=worker_file)
+    d = cli_here("topics", "describe", "orders", worker=worker_file)
     assert "\tConfigs: cleanup.policy=compact,delete,delete.retention.ms=60000\n" in d.stdout
-    bad = cli("topics", "alter", "orders", "--add-config", "retention.ms=-9", worker=worker_file)
+    bad = cli_here("topics", "alter", "orders", "--add-config", "retention.ms=-9", worker=worker_file)
     assert bad.returncode == 2 and "retention.ms: value -9 must be at least -1" in bad.stderr
     assert "Traceback" not in bad.stderr
-    nothing = cli("topics", "alter", "orders", worker=worker_file)
+    nothing = cli_here("topics", "alter", "orders", worker=worker_file)
     assert nothing.returncode == 2 and "nothing to change" in nothing.stderr
-    created = cli("topics", "create", "x", "--config", "retention.ms=-3", worker=worker_file)
+    created = cli_here("topics", "create", "x", "--config", "retention.ms=-3", worker=worker_file)
     assert created.returncode == 2 and "value -3 must be at least -1" in created.stderr
 
 
@@ -108,10 +108,10 @@ def test_a_source_creates_its_topics_with_topic_creation_default_configs(tmp_pat
               "topic.creation.default.cleanup.policy": "delete", "topic.creation.default.replication.factor": "3"}
     path = tmp_path / "files.json"
     path.write_text(json.dumps({**config, "topic.creation.default.retention.bytes": "-4"}))
-    bad = cli("connectors", "create", str(path), worker=worker_file)
+    bad = cli_here("connectors", "create", str(path), worker=worker_file)
     assert bad.returncode == 2 and "topic.creation.default.retention.bytes: value -4 must be at least -1" in bad.stderr
     path.write_text(json.dumps(config))
-    assert cli("connectors", "create", str(path), worker=worker_file).returncode == 0
+    assert cli_here("connectors", "create", str(path), worker=worker_file).returncode == 0
     r = cli("run", "files", worker=worker_file)
     assert r.returncode == 0, r.stderr
     d = TopicTable(str(lake), "lines").describe()

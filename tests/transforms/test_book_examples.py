@@ -15,7 +15,7 @@ from ingest.config.worker import load_worker
 from ingest.records.schema import INT64_SCHEMA, OPTIONAL_TIMESTAMP_SCHEMA, STRING_SCHEMA, date, struct
 from ingest.registry import default_registry
 from ingest.runtime.pipeline import Pipeline
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 from tests.transforms.helpers import SCHEMALESS, batch_of, records
 
 BOOKS = struct("kafka_books", ("id", INT64_SCHEMA), ("title", STRING_SCHEMA), ("subtitle", STRING_SCHEMA),
@@ -100,8 +100,8 @@ def test_filter_tombstones(spark):
 def test_replace_source_and_add_timestamp_to_a_file(tmp_path, lake, worker_file):
     """Ch. 3 "Using Transformations and Predicates": the book's file-sink.json, verbatim but the file path."""
     topic = "topic-to-export-with-transformations"
-    assert cli("topics", "create", topic, "--partitions", "1", worker=worker_file).returncode == 0
-    r = cli("topics", "produce", topic, worker=worker_file,
+    assert cli_here("topics", "create", topic, "--partitions", "1", worker=worker_file).returncode == 0
+    r = cli_here("topics", "produce", topic, worker=worker_file,
             stdin='{"source": "kafka-console-producer", "type": "event"}\n')
     assert r.returncode == 0, r.stderr
     out = tmp_path / "sink-transform.out"
@@ -123,7 +123,7 @@ def test_replace_source_and_add_timestamp_to_a_file(tmp_path, lake, worker_file)
         "predicates": "isTombstone",
         "predicates.isTombstone.type": "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone",
     }))
-    assert cli("connectors", "create", str(config), "--name", "file-sink", worker=worker_file).returncode == 0
+    assert cli_here("connectors", "create", str(config), "--name", "file-sink", worker=worker_file).returncode == 0
     r = cli("run", "file-sink", worker=worker_file)
     assert r.returncode == 0, r.stderr
     # The book: {origin=kafka-console-producer, type=event, ts=1647116995747}
