@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.metadata
 import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -179,11 +181,38 @@ def cli(*args: str, worker: Path | None = None, env: dict[str, str] | None = Non
         jvm = _shared_jvms.lease(worker, full_env)
         full_env.update(jvm.env())
     try:
+        forked = _fork_cli(argv, argv[3:], full_env, stdin, timeout)
+        if forked is not None:
+            return forked
         return subprocess.run(argv, cwd=REPO, env=full_env, input=stdin, capture_output=True, text=True,
                               timeout=timeout)
     finally:
         if jvm is not None:
             jvm.reset()
+
+
+_zygote = None
+
+
+def _fork_cli(argv, args, env, stdin, timeout) -> subprocess.CompletedProcess | None:
+    """The CLI process forked from this test process's zygote (tests/zygote.py), which has made its imports
+    already; None when it cannot be (the caller starts a new interpreter)."""
+    global _zygote
+    from tests import zygote
+
+    if not zygote.enabled() or _zygote is False:
+        return None
+    if _zygote is None or _zygote.proc.poll() is not None:
+        try:
+            _zygote = zygote.Zygote(REPO)
+        except (OSError, RuntimeError) as e:  # the runs get new interpreters, as without it
+            warnings.warn(f"no CLI zygote: {e}", stacklevel=2)
+            _zygote = False
+            return None
+        atexit.register(_zygote.close)
+    if not _zygote.accepts(env):
+        return None
+    return _zygote.run(argv, args, env, stdin, timeout)
 
 
 def kill_at_each_step(worker: Path, name: str, steps, env: dict[str, str] | None = None) -> None:
