@@ -39,7 +39,9 @@ def _topic(client=None, partitions: int = 4) -> str:
     name = f"kafka-read-{uuid.uuid4().hex}"
     if client is not None:
         admin = AdminClient(client)  # held until the answer: a client collected meanwhile drops the request
-        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+        # Kept for ever: the records' timestamps are from 2023, and with the broker's 7-day retention a rolled
+        # segment of them went at its next retention check (every 5 minutes), mid-module.
+        admin.create_topics([NewTopic(name, partitions, 1, config={"retention.ms": "-1"})])[name].result(30)
     return name
 
 
