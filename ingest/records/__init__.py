@@ -86,12 +86,14 @@ class RecordBatch:
         """True for the records a transform may change: in scope and not failed already."""
         from pyspark.sql import functions as F
 
-        cond = F.lit(True)
-        if ERROR in self.df.columns:
-            cond = F.col(ERROR).isNull()
-        if SCOPE in self.df.columns:
-            cond = cond & F.coalesce(F.col(SCOPE), F.lit(False))
-        return cond
+        if ERROR not in self.df.columns:
+            return self._in_scope()
+        return F.col(ERROR).isNull() & self._in_scope()
+
+    def _in_scope(self) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.coalesce(F.col(SCOPE), F.lit(False)) if SCOPE in self.df.columns else F.lit(True)
 
     def set(self, columns: Mapping[str, Column]) -> RecordBatch:
         """Set record columns (topic, key, value, headers, timestamp, partition) for the records in scope.
@@ -138,7 +140,10 @@ class RecordBatch:
 
         message = F.lit(message) if isinstance(message, str) else message
         error = error_struct(stage, executing_class, exception, message)
-        new = F.when(self.active() & F.coalesce(condition, F.lit(False)), error)
+        # A record's first failure is kept: coalesce evaluates the new one only where ERROR is null, so ERROR
+        # is named once. Each name is a copy of its expression when Spark pushes a filter down the chain's
+        # projections: two per transform doubled the plan at every transform that can fail.
+        new = F.when(self._in_scope() & F.coalesce(condition, F.lit(False)), error)
         if ERROR in self.df.columns:
             new = F.coalesce(F.col(ERROR), new)
         return self.with_df(self.df.withColumn(ERROR, new))
