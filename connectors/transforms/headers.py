@@ -79,8 +79,8 @@ class NonEmptyList:
 def header_text(value: Column, data_type: T.DataType, schema: ConnectSchema | None) -> Column:
     """The string SimpleHeaderConverter writes for a Connect value (`Values.convertToString`); null stays null.
 
-    Strings as they are; numbers and booleans as Java prints them; Date `yyyy-MM-dd`, Time `HH:mm:ss.SSS'Z'`,
-    Timestamp `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` (UTC); bytes in base64; decimals as BigDecimal.toString; structs,
+    Strings as they are; numbers and booleans as Java prints them; Date, Time and Timestamp as `_instant_text`
+    (`yyyy-MM-dd`, `HH:mm:ss.SSS'Z'` or `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` by the instant, UTC); bytes in base64; decimals as BigDecimal.toString; structs,
     maps and arrays as compact JSON text (`{"a":1,"b":null}`, `[1,2]`). Schemaless values (VARIANT): a string
     as it is, anything else as its JSON text.
     """
@@ -93,11 +93,13 @@ def header_text(value: Column, data_type: T.DataType, schema: ConnectSchema | No
         return F.lit(None).cast("string")
     if isinstance(data_type, T.StringType):
         return value
-    if isinstance(data_type, T.TimestampType) or (logical == TIMESTAMP and isinstance(data_type, T.LongType)):
-        ts = value if isinstance(data_type, T.TimestampType) else F.timestamp_millis(value)
-        return _utc_format(ts, ISO_TIMESTAMP)
-    if logical == TIME and isinstance(data_type, T.IntegerType):
-        return _utc_format(F.timestamp_millis(value.cast("long")), ISO_TIME)
+    if isinstance(data_type, T.TimestampType):
+        return _instant_text(F.unix_millis(value))
+    if isinstance(data_type, T.DateType):
+        return _instant_text(F.unix_date(value).cast("long") * F.lit(_MILLIS_PER_DAY))
+    if (logical == TIMESTAMP and isinstance(data_type, T.LongType)) or (
+            logical == TIME and isinstance(data_type, T.IntegerType)):
+        return _instant_text(value.cast("long"))
     if isinstance(data_type, T.BinaryType):
         return F.base64(value)
     if isinstance(data_type, T.DecimalType):  # Jackson writes BigDecimal.toString, as Kafka's Values does
@@ -105,7 +107,20 @@ def header_text(value: Column, data_type: T.DataType, schema: ConnectSchema | No
         return F.when(value.isNull(), F.lit(None)).otherwise(F.substring(text, F.lit(2), F.length(text) - 2))
     if isinstance(data_type, (T.StructType, T.ArrayType, T.MapType)):
         return F.to_json(value, _JSON_OPTIONS)
-    return value.cast("string")  # numbers, booleans, dates: Spark prints them as Java does
+    return value.cast("string")  # numbers and booleans: Spark prints them as Java does
+
+
+_MILLIS_PER_DAY = 86_400_000
+
+
+def _instant_text(millis: Column) -> Column:
+    """A Date, Time or Timestamp as Kafka's `Values` prints a java.util.Date: the format follows the instant,
+    not the schema (`Values.dateFormatFor`): before the epoch's second day a time of day (so 1969-12-31 is
+    `00:00:00.000Z`), at midnight a date, otherwise a timestamp; in UTC."""
+    ts = F.timestamp_millis(millis)
+    return (F.when(millis < F.lit(_MILLIS_PER_DAY), _utc_format(ts, ISO_TIME))
+            .when(millis % F.lit(_MILLIS_PER_DAY) == 0, _utc_format(ts, ISO_DATE))
+            .otherwise(_utc_format(ts, ISO_TIMESTAMP)))
 
 
 def _utc_format(ts: Column, pattern: str) -> Column:
@@ -301,14 +316,36 @@ class HeaderFromValue(HeaderFrom):
 # --- InsertHeader, DropHeaders ----------------------------------------------------------------------------
 
 
+class _absent_or:
+    """A validator that also lets the key be unset (a cross-check then decides what is required)."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+
+    def __call__(self, key: str, value: Any) -> str | None:
+        return None if value is None else self._inner(key, value)
+
+    def describe(self) -> str:
+        return self._inner.describe()
+
+
+def _one_of(key: str, old: str, doc: str, required: bool = True) -> Callable[[Mapping[str, Any]], list[Problem]]:
+    """Kafka's key `key`, or lakeconnect's earlier name for it, `old` (still read; Kafka's wins)."""
+    def check(values: Mapping[str, Any]) -> list[Problem]:
+        if required and values.get(key) is None and values.get(old) is None:
+            return [Problem(key, f"missing required configuration ({doc})")]
+        return []
+    return check
+
+
 class InsertHeader(Transform):
-    """Kafka's `InsertHeader`: adds a header `header` with the literal `literal.value` to every record,
+    """Kafka's `InsertHeader`: adds a header `header` with the literal `value.literal` to every record,
     always (a header with the same name already there stays; Kafka adds, it does not replace).
 
     Kafka parses the literal with `Values.parseString` and the header converter writes the parsed value
     back as text. lakeconnect keeps header values as strings, so the literal is the header's value as
-    written; for plain strings, integers, booleans and dates that is the text Kafka writes. An unset
-    literal gives a header with a null value.
+    written; for plain strings, integers, booleans and dates that is the text Kafka writes. lakeconnect's
+    earlier name for `value.literal`, `literal.value`, is still read.
     """
 
     aliases = ("org.apache.kafka.connect.transforms.InsertHeader",)
@@ -316,30 +353,39 @@ class InsertHeader(Transform):
 
     @classmethod
     def config_def(cls) -> ConfigDef:
-        return (ConfigDef()
+        return (CrossCheckedConfigDef(_one_of("value.literal", "literal.value", "Literal value with which to set "
+                                              "the header. The value is parsed as a Connect value."))
                 .define("header", Type.STRING, validator=NonEmptyStringValue(), importance=Importance.MEDIUM,
-                        doc="Name of the header to add.")
-                .define("literal.value", Type.STRING, None, importance=Importance.MEDIUM,
-                        doc="Value of the header to add."))
+                        doc="The name of the header.")
+                .define("value.literal", Type.STRING, None, importance=Importance.MEDIUM,
+                        doc="Literal value with which to set the header.")
+                .define("literal.value", Type.STRING, None, importance=Importance.LOW,
+                        doc="lakeconnect's earlier name for value.literal."))
 
     def apply(self, batch: RecordBatch) -> RecordBatch:
-        literal = F.lit(self.config["literal.value"]).cast("string")
+        value = self.config["value.literal"]
+        literal = F.lit(self.config["literal.value"] if value is None else value).cast("string")
         return batch.set({HEADERS: append_headers(batch, [(self.config["header"], literal)])})
 
 
 class DropHeaders(Transform):
-    """Kafka's `DropHeaders`: removes every header whose name is in `names` (all of them, not just the first)."""
+    """Kafka's `DropHeaders`: removes every header whose name is in `headers` (all of them, not just the
+    first). lakeconnect's earlier name for the key, `names`, is still read."""
 
     aliases = ("org.apache.kafka.connect.transforms.DropHeaders",)
     scoped = True
 
     @classmethod
     def config_def(cls) -> ConfigDef:
-        return ConfigDef().define("names", Type.LIST, validator=NonEmptyList(), importance=Importance.MEDIUM,
-                                  doc="Header name(s) to remove.")
+        return (CrossCheckedConfigDef(_one_of("headers", "names", "The name of the headers to be removed."))
+                .define("headers", Type.LIST, None, validator=_absent_or(NonEmptyList()),
+                        importance=Importance.HIGH, doc="The name of the headers to be removed.")
+                .define("names", Type.LIST, None, validator=_absent_or(NonEmptyList()), importance=Importance.LOW,
+                        doc="lakeconnect's earlier name for headers."))
 
     def apply(self, batch: RecordBatch) -> RecordBatch:
-        names = F.lit(list(dict.fromkeys(list_setting(self.config["names"]))))
+        chosen = self.config["headers"] if self.config["headers"] is not None else self.config["names"]
+        names = F.lit(list(dict.fromkeys(list_setting(chosen))))
         kept = F.filter(F.col(HEADERS), lambda h: ~F.coalesce(F.array_contains(names, h["key"]), F.lit(False)))
         return batch.set({HEADERS: kept})
 

@@ -129,22 +129,19 @@ def masked_with_schema(schema: ConnectSchema, replacement: str | None) -> Column
 
 
 def _decimal_replacement(replacement: str, spark_type: T.DecimalType) -> Column | str:
-    """`new BigDecimal(replacement)` in the field's Decimal type. Spark holds one scale per column: a
-    replacement with more fractional digits than the schema's scale fails as Kafka's Decimal.fromLogical
-    would when the record is written."""
+    """`new BigDecimal(replacement)` in the field's Decimal type. Kafka's Struct.put refuses a BigDecimal
+    whose scale (the fractional digits as written: "1.5" has scale 1, "1.50" scale 2, "15E1" scale -1) is
+    not the schema's, so any other scale fails the records, with Kafka's message."""
     if not _JAVA_DECIMAL.fullmatch(replacement):
         return f"Unable to convert {replacement} (class java.lang.String) to number"
-    mismatch = "BigDecimal has mismatching scale value for given Decimal schema"
     d = decimal.Decimal(replacement)
-    with decimal.localcontext() as context:
-        context.prec = 100
-        try:
-            scaled = d.quantize(decimal.Decimal(1).scaleb(-spark_type.scale), rounding=decimal.ROUND_DOWN)
-        except decimal.InvalidOperation:  # more digits than any Spark decimal holds
-            return mismatch
-    if scaled != d or len(scaled.as_tuple().digits) > spark_type.precision:
-        return mismatch
-    return F.lit(str(scaled)).try_cast(spark_type)
+    scale = -d.as_tuple().exponent
+    if scale != spark_type.scale:
+        return (f"Decimal value has mismatching scale for given Decimal schema. Schema has scale "
+                f"{spark_type.scale}, value has scale {scale}.")
+    if len(d.as_tuple().digits) > spark_type.precision:  # more digits than the Spark decimal holds
+        return "BigDecimal has mismatching scale value for given Decimal schema"
+    return F.lit(str(d)).try_cast(spark_type)
 
 
 # The Java class each VARIANT type stands for (schema_of_variant's leading word).

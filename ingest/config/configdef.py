@@ -140,15 +140,22 @@ class NonEmptyString:
         return "non-empty string"
 
 
+_JAVA_NAMED_GROUP = re.compile(r"(?<!\\)\(\?<(?![=!])")
+_JAVA_NAMED_REFERENCE = re.compile(r"\\k<([A-Za-z][A-Za-z0-9]*)>")
+
+
 class ValidRegex:
-    """A value that compiles as a regular expression (Java and Python agree on the common subset)."""
+    """A value that compiles as a regular expression. The regexes run as Java's (Spark's rlike and
+    regexp_replace, as Kafka's Pattern), so Java's own syntax for named groups, `(?<name>...)` and
+    `\\k<name>`, is read as Python's `(?P<name>...)` and `(?P=name)` for the check; the rest of the common
+    syntax Java and Python agree on."""
 
     def __call__(self, key: str, value: Any) -> str | None:
         if value is None:
             return None
         for v in value if isinstance(value, list) else [value]:
             try:
-                re.compile(v)
+                re.compile(_JAVA_NAMED_REFERENCE.sub(r"(?P=\1)", _JAVA_NAMED_GROUP.sub("(?P<", v)))
             except re.error as e:
                 return f"invalid regular expression '{v}': {e}"
         return None

@@ -183,23 +183,31 @@ def test_scoped_by_a_predicate(spark):
 ], ids=["string value", "when one exists", "with same key"])
 def test_insert_header(spark, existing, expected):
     batch = batch_of(spark, [{"value": None, "headers": existing}], value_schema=None)
-    (rec,) = records(apply_one(make(InsertHeader, {"header": "dummy header", "literal.value": "dummy value"}), batch))
+    (rec,) = records(apply_one(make(InsertHeader, {"header": "dummy header", "value.literal": "dummy value"}), batch))
     assert rec["headers"] == expected
 
 
-def test_insert_header_with_null_value(spark):
-    batch = batch_of(spark, [{"value": None}], value_schema=None)
-    (rec,) = records(apply_one(make(InsertHeader, {"header": "AAA"}), batch))
-    assert rec["headers"] == [("AAA", None)]
+def test_insert_header_value_literal_required():
+    # Kafka's value.literal has no default: "Missing required configuration "value.literal""
+    with pytest.raises(ConfigError, match="value.literal: missing required configuration"):
+        make(InsertHeader, {"header": "AAA"})
 
 
-def test_insert_header_literal_is_the_text_kafka_writes(spark):
+@pytest.mark.parametrize("key", ["value.literal", "literal.value"], ids=["Kafka's key", "lakeconnect's earlier key"])
+def test_insert_header_literal_is_the_text_kafka_writes(spark, key):
     batch = batch_of(spark, [{"value": None}], value_schema=None)
-    (rec,) = records(apply_one(make(InsertHeader, {"header": "AAA", "literal.value": "2019-08-23"}), batch))
+    (rec,) = records(apply_one(make(InsertHeader, {"header": "AAA", key: "2019-08-23"}), batch))
     assert rec["headers"] == [("AAA", "2019-08-23")]
 
 
-@pytest.mark.parametrize("settings", [{"literal.value": "x"}, {"header": "", "literal.value": "x"}],
+def test_insert_header_kafka_key_wins(spark):
+    batch = batch_of(spark, [{"value": None}], value_schema=None)
+    settings = {"header": "AAA", "value.literal": "kafka", "literal.value": "old"}
+    (rec,) = records(apply_one(make(InsertHeader, settings), batch))
+    assert rec["headers"] == [("AAA", "kafka")]
+
+
+@pytest.mark.parametrize("settings", [{"value.literal": "x"}, {"header": "", "value.literal": "x"}],
                          ids=["null name", "blank name"])
 def test_insert_header_name_required(settings):
     with pytest.raises(ConfigError, match="header"):
@@ -219,10 +227,19 @@ def test_insert_header_name_required(settings):
 ], ids=["existing", "one out of two", "out of zero", "no match", "several"])
 def test_drop_headers(spark, names, existing, expected):
     batch = batch_of(spark, [{"value": None, "headers": existing}], value_schema=None)
-    (rec,) = records(apply_one(make(DropHeaders, {"names": names}), batch))
+    (rec,) = records(apply_one(make(DropHeaders, {"headers": names}), batch))
     assert rec["headers"] == expected
 
 
-def test_drop_headers_needs_names():
-    with pytest.raises(ConfigError, match="Empty list"):
-        make(DropHeaders, {"names": ""})
+def test_drop_headers_reads_lakeconnects_earlier_key(spark):
+    batch = batch_of(spark, [{"value": None, "headers": [("AAA", "v"), ("BBB", "v")]}], value_schema=None)
+    (rec,) = records(apply_one(make(DropHeaders, {"names": "AAA"}), batch))
+    assert rec["headers"] == [("BBB", "v")]
+
+
+@pytest.mark.parametrize("settings,message", [({"headers": ""}, "Empty list"), ({"names": ""}, "Empty list"),
+                                              ({}, "headers: missing required configuration")],
+                         ids=["empty", "empty earlier key", "unset"])
+def test_drop_headers_needs_names(settings, message):
+    with pytest.raises(ConfigError, match=message):
+        make(DropHeaders, settings)
