@@ -8,6 +8,10 @@ import decimal
 import math
 from typing import Any
 
+from ingest.records.schema import TIME, _java_float_text
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
 
 def _java_hash(s: str) -> int:
     h = 0
@@ -16,13 +20,17 @@ def _java_hash(s: str) -> int:
     return h
 
 
-def _hashmap_order(keys: list[str]) -> list[str]:
-    """Iteration order of a java.util.HashMap filled with `keys` in order (JsonConverter builds one)."""
+def _hashmap_order(keys: list[Any]) -> list[Any]:
+    """Iteration order of a java.util.HashMap filled with `keys` in order (JsonConverter builds one): strings
+    hash as java.lang.String, integers as java.lang.Integer/Long."""
     cap = 16
     while len(keys) > cap * 0.75:
         cap *= 2
-    def bucket(k: str) -> int:
-        h = _java_hash(k)
+    def bucket(k: Any) -> int:
+        if isinstance(k, int) and not isinstance(k, bool):
+            h = (k ^ (k >> 32)) & 0xFFFFFFFF if not -2**31 <= k < 2**31 else k & 0xFFFFFFFF
+        else:
+            h = _java_hash(str(k))
         return (h ^ (h >> 16)) & (cap - 1)
     return [k for _, _, k in sorted((bucket(k), i, k) for i, k in enumerate(keys))]
 
@@ -52,8 +60,12 @@ def java_string(value: Any, schema: Any = None) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
+        if getattr(schema, "name", None) == TIME:  # a java.util.Date on 1970-01-01
+            return java_string(_EPOCH + dt.timedelta(milliseconds=value))
         return str(value)
     if isinstance(value, float):
+        if getattr(schema, "type", None) == "float32":  # Float.toString: the shortest text of the float
+            return _java_float_text(value, True)
         return _double(value)
     if isinstance(value, decimal.Decimal):
         return str(value)
@@ -74,11 +86,11 @@ def java_string(value: Any, schema: Any = None) -> str:
                 sub = next((f.schema for f in fields if f.name == name), None)
                 parts.append(f"{name}={java_string(d[name], sub)}")
         return "Struct{" + ",".join(parts) + "}"
-    if isinstance(value, dict):
-        keys = [str(k) for k in value]
-        by_text = {str(k): v for k, v in value.items()}
-        order = _hashmap_order(keys) if schema is None else keys
-        return "{" + ", ".join(f"{k}={java_string(by_text[k])}" for k in order) + "}"
+    if isinstance(value, dict):  # JsonConverter reads every map, typed or not, into a java.util.HashMap
+        key_schema, value_schema = getattr(schema, "key_schema", None), getattr(schema, "value_schema", None)
+        return "{" + ", ".join(f"{java_string(k, key_schema)}={java_string(value[k], value_schema)}"
+                               for k in _hashmap_order(list(value))) + "}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(java_string(v) for v in value) + "]"
+        element = getattr(schema, "value_schema", None)
+        return "[" + ", ".join(java_string(v, element) for v in value) + "]"
     return str(value)

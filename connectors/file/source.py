@@ -1,7 +1,7 @@
 """FileStreamSource: each complete line of a file becomes a record with a string value.
 
 Offsets as Kafka's: partition `{"filename": <file>}`, offset `{"position": <bytes read>}`. A batch reads
-from the committed position to the last newline present at plan time, in chunks on Spark executors.
+from the committed position to the last line end present at plan time, in chunks on Spark executors.
 """
 
 from __future__ import annotations
@@ -93,34 +93,47 @@ class FileStreamSourceTask(SourceTask):
 FileStreamSourceConnector.task_class = FileStreamSourceTask
 
 
+def _line_ends(data: bytes, final: bool) -> np.ndarray:
+    """Offsets just after each line end in `data`, as Kafka's FileStreamSourceTask ends lines: at `\\n`,
+    `\\r\\n` or a lone `\\r`. A `\\r` that is the last byte ends a line only when `final` (the data's end is
+    known to be a line end); otherwise the next byte, not read yet, decides (Kafka waits for it too)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    newline = arr == 10
+    lone_cr = (arr == 13) & ~np.append(newline[1:], False)
+    if not final and len(arr) and arr[-1] == 13:
+        lone_cr[-1] = False
+    return np.flatnonzero(newline | lone_cr) + 1
+
+
 def _last_line_end(path: str, start: int, size: int) -> int:
-    """The offset just after the last newline in [start, size), or start when there is none."""
+    """The offset just after the last line end in [start, size), or start when there is none."""
     block = 64 * 1024
     with open(path, "rb") as f:
         pos = size
         while pos > start:
             lo = max(start, pos - block)
             f.seek(lo)
-            data = f.read(pos - lo)
-            i = data.rfind(b"\n")
-            if i >= 0:
-                return lo + i + 1
+            data = f.read(min(pos + 1, size) - lo)  # one byte more: whether a \r at the block's end is lone
+            ends = _line_ends(data, final=False)
+            ends = ends[ends <= pos - lo]
+            if len(ends):
+                return lo + int(ends[-1])
             pos = lo
     return start
 
 
 def _chunks(path: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Split [start, end) into chunks that each end just after a newline."""
+    """Split [start, end) into chunks that each end just after a line end."""
     bounds = [start]
     with open(path, "rb") as f:
         nominal = start + CHUNK_BYTES
         while nominal < end:
             f.seek(nominal)
             rest = f.read(min(1024 * 1024, end - nominal))
-            i = rest.find(b"\n")
-            if i < 0:
+            ends = _line_ends(rest, final=nominal + len(rest) == end)
+            if not len(ends):
                 break
-            bounds.append(nominal + i + 1)
+            bounds.append(nominal + int(ends[0]))
             nominal = bounds[-1] + CHUNK_BYTES
     bounds = sorted(set(b for b in bounds if b < end)) + [end]
     return list(zip(bounds[:-1], bounds[1:]))
@@ -133,13 +146,13 @@ def _read_lines(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
             with open(path, "rb") as f:
                 f.seek(start)
                 data = f.read(end - start)
-            ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1  # chunks end with a newline
+            ends = _line_ends(data, final=True)  # chunks end with a line end
             offsets = np.concatenate(([0], ends)).astype(np.int32)
             lines = pa.StringArray.from_buffers(len(ends), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data))
             try:
                 lines.validate(full=True)
             except pa.ArrowInvalid:  # not UTF-8: decode with replacement characters, as Java's decoder does
                 lines = pa.array([data[a:b].decode("utf-8", errors="replace") for a, b in zip(offsets[:-1], ends)])
-            values = pc.replace_substring_regex(lines, pattern="\r?\n$", replacement="")
+            values = pc.replace_substring_regex(lines, pattern="\r?\n$|\r$", replacement="")
             seqs = pa.array(offsets[:-1].astype(np.int64) + start, pa.int64())
             yield pa.RecordBatch.from_arrays([seqs, values], names=["seq", "value"])

@@ -405,6 +405,10 @@ def _java_float_text(x: float, is_float32: bool) -> str:
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
     shortest = _shortest_float32(x) if is_float32 else repr(x)
     sign, digits, exponent = _decimal.Decimal(shortest).normalize().as_tuple()
+    if len(digits) == 1:
+        # Java prints at least two significant digits' worth (d.d): of those, the closest to the value, which
+        # differs from d.0 where one digit was only just enough (Float.MIN_VALUE is 1.4E-45, not 1.0E-45).
+        sign, digits, exponent = _decimal.Decimal(f"{_decimal.Decimal(x):.1e}").normalize().as_tuple()
     ds = "".join(map(str, digits))
     e10 = len(ds) - 1 + exponent  # exponent of the leading digit
     if -3 <= e10 < 7:  # Java prints plain decimals in [1e-3, 1e7)
