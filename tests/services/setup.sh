@@ -13,6 +13,7 @@
 # 3. Compiles lakeconnect's Java functions (ingest/jvm).
 # 4. Fetches the test bed's Java artifacts with Maven (tests/services/fetch_jars.sh): a real Kafka broker,
 #    Kafka Connect and Debezium. `make demo` needs none of them.
+# 5. Compiles the transforms/converters oracle harness (tests/oracle/build.sh) against step 4's jars.
 # With --base (what `make demo` runs), steps 1-3 only, and no Maven package: the demo needs none of step 4.
 # Idempotent; takes well under a second when everything is present.
 set -euo pipefail
@@ -103,3 +104,6 @@ fi
 
 # --- 4. The test bed's Java artifacts (Kafka broker, Kafka Connect, Debezium), fetched with Maven -------
 ((BASE)) || bash "$ROOT/tests/services/fetch_jars.sh"
+
+# --- 5. The oracle harness: Kafka's own transforms and converters over the oracle corpus (tests/oracle) ---
+((BASE)) || bash "$ROOT/tests/oracle/build.sh"
