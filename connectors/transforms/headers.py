@@ -80,8 +80,9 @@ def header_text(value: Column, data_type: T.DataType, schema: ConnectSchema | No
     """The string SimpleHeaderConverter writes for a Connect value (`Values.convertToString`); null stays null.
 
     Strings as they are; numbers and booleans as Java prints them; Date, Time and Timestamp as `_instant_text`
-    (`yyyy-MM-dd`, `HH:mm:ss.SSS'Z'` or `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` by the instant, UTC); bytes in base64; decimals as BigDecimal.toString; structs,
-    maps and arrays as compact JSON text (`{"a":1,"b":null}`, `[1,2]`). Schemaless values (VARIANT): a string
+    (`yyyy-MM-dd`, `HH:mm:ss.SSS'Z'` or `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` by the instant, UTC); bytes in base64;
+    decimals as BigDecimal.toString; structs, maps and arrays as compact JSON text (`{"a":1,"b":null}`,
+    `[1,2]`). Schemaless values (VARIANT): a string
     as it is, anything else as its JSON text.
     """
     logical = schema.logical if schema is not None else None
@@ -329,10 +330,10 @@ class _absent_or:
         return self._inner.describe()
 
 
-def _one_of(key: str, old: str, doc: str, required: bool = True) -> Callable[[Mapping[str, Any]], list[Problem]]:
-    """Kafka's key `key`, or lakeconnect's earlier name for it, `old` (still read; Kafka's wins)."""
+def _one_of(key: str, old: str, doc: str) -> Callable[[Mapping[str, Any]], list[Problem]]:
+    """Kafka's key `key` is required, or lakeconnect's earlier name for it, `old` (still read; Kafka's wins)."""
     def check(values: Mapping[str, Any]) -> list[Problem]:
-        if required and values.get(key) is None and values.get(old) is None:
+        if values.get(key) is None and values.get(old) is None:
             return [Problem(key, f"missing required configuration ({doc})")]
         return []
     return check
