@@ -163,6 +163,25 @@ def null_if_null(value: Column, result: Column) -> Column:
     return F.when(value.isNull(), F.lit(None)).otherwise(result)
 
 
+MILLIS_PER_DAY = 86_400_000
+
+
+def java_date_text(millis: Column) -> Column:
+    """A Date, Time or Timestamp (millis since the epoch) as Kafka's `Values` prints a java.util.Date, for
+    Cast to string and for header values: the format follows the instant, not the schema
+    (`Values.dateFormatFor`): before the epoch's second day a time of day (so 1969-12-31 is
+    `00:00:00.000Z`), at midnight a date, otherwise a timestamp; in UTC, as Values' formats are."""
+    ts = F.timestamp_millis(millis)
+    return (F.when(millis < F.lit(MILLIS_PER_DAY), utc_format(ts, "HH:mm:ss.SSS'Z'"))
+            .when(millis % F.lit(MILLIS_PER_DAY) == 0, utc_format(ts, "yyyy-MM-dd"))
+            .otherwise(utc_format(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")))
+
+
+def utc_format(ts: Column, pattern: str) -> Column:
+    """`ts` formatted with a Java date pattern in UTC, whatever the session's time zone."""
+    return F.date_format(F.to_utc_timestamp(ts, F.current_timezone()), pattern)
+
+
 def list_setting(value: Any) -> list[str]:
     if value is None:
         return []

@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 
 from connectors.file.javastr import _hashmap_order
 from connectors.transforms._support import (
-    KeyOrValueTransform, as_map, kafka_names, object_of, require_map,
+    KeyOrValueTransform, as_map, java_date_text, kafka_names, object_of, require_map,
     required_null_message, struct_get,
 )
 from ingest.config.configdef import ConfigDef, Importance, Type
@@ -215,14 +215,6 @@ def _epoch_millis(src: Column, kind: str) -> Column:
     return src.cast("long")
 
 
-def _date_text(millis: Column) -> Column:
-    """Values.dateFormatFor(date).format(date), in the session time zone (Kafka: the JVM's)."""
-    ts = F.timestamp_millis(millis)
-    return (F.when(millis < F.lit(_MILLIS_PER_DAY), F.date_format(ts, "HH:mm:ss.SSS'Z'"))
-            .when(millis % F.lit(_MILLIS_PER_DAY) == 0, F.date_format(ts, "yyyy-MM-dd"))
-            .otherwise(F.date_format(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")))
-
-
 def _decimal_text(src: Column, scale: int) -> Column:
     """BigDecimal.toString(): plain, except scientific when the exponent of the leading digit is < -6."""
     plain = src.cast("string")  # Spark prints a decimal plainly with exactly `scale` decimals
@@ -296,7 +288,7 @@ def _to_string(src: Column, kind: str, scale: int) -> Column:
     if kind == "decimal":
         return _decimal_text(src, scale)
     if kind in ("date", "time", "timestamp"):
-        return _date_text(_epoch_millis(src, kind))
+        return java_date_text(_epoch_millis(src, kind))
     return src.cast("string")  # Spark prints numbers as Java's toString does; booleans as true/false
 
 

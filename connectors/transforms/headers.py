@@ -16,7 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from connectors.transforms._support import (
-    KeyOrValueTransform, as_map, kafka_names, list_setting, object_of, require_map, require_struct, variant_field,
+    MILLIS_PER_DAY, KeyOrValueTransform, as_map, java_date_text, kafka_names, list_setting, object_of, require_map,
+    require_struct, variant_field,
 )
 from ingest.api import Transform
 from ingest.config.configdef import ConfigDef, Importance, Type, ValidString
@@ -27,7 +28,6 @@ from ingest.records.schema import TIME, TIMESTAMP, ConnectSchema, Field
 NULL_POINTER = "java.lang.NullPointerException"
 ISO_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
 """Values.ISO_8601_TIMESTAMP_FORMAT_PATTERN: how Kafka writes a Timestamp as a header string."""
-ISO_TIME = "HH:mm:ss.SSS'Z'"
 ISO_DATE = "yyyy-MM-dd"
 _JSON_OPTIONS = {"ignoreNullFields": "false", "timestampFormat": ISO_TIMESTAMP, "dateFormat": ISO_DATE,
                  "timeZone": "UTC"}
@@ -79,7 +79,7 @@ class NonEmptyList:
 def header_text(value: Column, data_type: T.DataType, schema: ConnectSchema | None) -> Column:
     """The string SimpleHeaderConverter writes for a Connect value (`Values.convertToString`); null stays null.
 
-    Strings as they are; numbers and booleans as Java prints them; Date, Time and Timestamp as `_instant_text`
+    Strings as they are; numbers and booleans as Java prints them; Date, Time and Timestamp as `java_date_text`
     (`yyyy-MM-dd`, `HH:mm:ss.SSS'Z'` or `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` by the instant, UTC); bytes in base64;
     decimals as BigDecimal.toString; structs, maps and arrays as compact JSON text (`{"a":1,"b":null}`,
     `[1,2]`). Schemaless values (VARIANT): a string
@@ -95,12 +95,12 @@ def header_text(value: Column, data_type: T.DataType, schema: ConnectSchema | No
     if isinstance(data_type, T.StringType):
         return value
     if isinstance(data_type, T.TimestampType):
-        return _instant_text(F.unix_millis(value))
+        return java_date_text(F.unix_millis(value))
     if isinstance(data_type, T.DateType):
-        return _instant_text(F.unix_date(value).cast("long") * F.lit(_MILLIS_PER_DAY))
+        return java_date_text(F.unix_date(value).cast("long") * F.lit(MILLIS_PER_DAY))
     if (logical == TIMESTAMP and isinstance(data_type, T.LongType)) or (
             logical == TIME and isinstance(data_type, T.IntegerType)):
-        return _instant_text(value.cast("long"))
+        return java_date_text(value.cast("long"))
     if isinstance(data_type, T.BinaryType):
         return F.base64(value)
     if isinstance(data_type, T.DecimalType):  # Jackson writes BigDecimal.toString, as Kafka's Values does
@@ -109,23 +109,6 @@ def header_text(value: Column, data_type: T.DataType, schema: ConnectSchema | No
     if isinstance(data_type, (T.StructType, T.ArrayType, T.MapType)):
         return F.to_json(value, _JSON_OPTIONS)
     return value.cast("string")  # numbers and booleans: Spark prints them as Java does
-
-
-_MILLIS_PER_DAY = 86_400_000
-
-
-def _instant_text(millis: Column) -> Column:
-    """A Date, Time or Timestamp as Kafka's `Values` prints a java.util.Date: the format follows the instant,
-    not the schema (`Values.dateFormatFor`): before the epoch's second day a time of day (so 1969-12-31 is
-    `00:00:00.000Z`), at midnight a date, otherwise a timestamp; in UTC."""
-    ts = F.timestamp_millis(millis)
-    return (F.when(millis < F.lit(_MILLIS_PER_DAY), _utc_format(ts, ISO_TIME))
-            .when(millis % F.lit(_MILLIS_PER_DAY) == 0, _utc_format(ts, ISO_DATE))
-            .otherwise(_utc_format(ts, ISO_TIMESTAMP)))
-
-
-def _utc_format(ts: Column, pattern: str) -> Column:
-    return F.date_format(F.to_utc_timestamp(ts, F.current_timezone()), pattern)
 
 
 def header_array(entries: Sequence[tuple[str, Column]]) -> Column:
