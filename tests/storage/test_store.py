@@ -431,10 +431,12 @@ def test_environment_credentials_provider(moto, bucket, monkeypatch):
     store.check()
     with store.upload("from-env") as upload:
         upload.write(b"x")
-    other = f"t-{uuid.uuid4().hex[:12]}"  # another bucket: another client, resolving credentials afresh
+    other = f"t-{uuid.uuid4().hex[:12]}"
     moto.admin.create_bucket(Bucket=other, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    assert s3_store(moto, other, env_provider)._client() is store._client()  # a client serves every bucket
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setattr(store_module, "_clients", {})  # a new process: its client resolves credentials afresh
     with pytest.raises(ConfigError) as e:
         s3_store(moto, other, env_provider).check()
     assert e.value.problems[0].key == "s3.credentials.provider.class"
