@@ -219,7 +219,8 @@ class SinkTask:
         """Release what the task holds."""
 
 
-# In the failure of a query planned by `Converter.from_connect_optimistic`: a record needs `from_connect`.
+# In the failure of a query planned by `Converter.from_connect_optimistic` or `to_connect_optimistic`: a record
+# needs the general plan, `from_connect` or `to_connect`.
 DECLINED = "lakeconnect: a record needs the converter's general plan"
 
 
@@ -245,6 +246,13 @@ class Converter(Plugin):
     def record_errors(self, df: Any, column: str) -> Any:
         """Why each record of `column` (bytes) cannot be read, as a string column (null when it can);
         None when every input can be read. The runtime uses it to route bad records as `errors.*` say."""
+        return None
+
+    def to_connect_optimistic(self, df: Any, column: str) -> Any:
+        """`to_connect` for the usual batch, every record of one schema: one (schema, DataFrame) pair found
+        without reading every record first, or None when the converter has no such plan for this batch. A
+        record the pair does not hold fails the query with `DECLINED` in its message; the runtime then reads
+        the batch again with `to_connect`, having committed nothing."""
         return None
 
     def from_connect_optimistic(self, df: Any, column: str, schema: Any) -> Any:

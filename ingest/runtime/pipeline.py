@@ -137,9 +137,12 @@ class Pipeline:
         return df.select(topic, partition, data[KEY].alias(KEY), data[VALUE].alias(VALUE), headers, timestamp, seq,
                          key_id.alias("key_schema_id"), value_id.alias("value_schema_id"))
 
-    def deserialise(self, df: DataFrame) -> tuple[list[RecordBatch], DataFrame | None]:
+    def deserialise(self, df: DataFrame, optimistic: bool = False) -> tuple[list[RecordBatch], DataFrame | None]:
         """A topic's byte rows (with `topic`) -> Connect record batches, one per (key, value) schema pair,
         and (with `errors.tolerance=all`) the records no converter could read, marked with their failure.
+        `optimistic`: take the converters' plans for a batch of one schema where they have one
+        (`Converter.to_connect_optimistic`): a query of the batches then fails with `DECLINED` on a record
+        of another schema.
 
         Every record keeps its consumed coordinates (and, when failures are tolerated, its bytes) in
         ORIGIN, for error messages and the dead letter queue.
@@ -165,8 +168,12 @@ class Pipeline:
         df = df.withColumn(HEADERS, self.header_converter.to_connect_header(F.col(HEADERS)))
         df = df.withColumn(SEQ, F.col(OFFSET))
         batches = []
-        for key_schema, keyed in self.key_converter.to_connect(df, KEY):
-            for value_schema, valued in self.value_converter.to_connect(keyed, VALUE):
+        def read(converter, frame: DataFrame, column: str) -> list[tuple[Any, DataFrame]]:
+            pairs = converter.to_connect_optimistic(frame, column) if optimistic else None
+            return pairs if pairs is not None else converter.to_connect(frame, column)
+
+        for key_schema, keyed in read(self.key_converter, df, KEY):
+            for value_schema, valued in read(self.value_converter, keyed, VALUE):
                 cols = [TOPIC, PARTITION, OFFSET, KEY, VALUE, HEADERS, TIMESTAMP, TIMESTAMP_TYPE, SEQ, ORIGIN]
                 batches.append(RecordBatch(valued.select(*cols), key_schema, value_schema))
         return batches, failed

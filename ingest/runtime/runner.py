@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark import StorageLevel
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ingest.api import DECLINED, SinkTask, SourcePlan, SourceTask, TopicRange
@@ -82,6 +83,9 @@ MANY_TOPICS = 8
 # (connector, task) whose batch a converter's optimistic plan declined in this process: later batches take the
 # general plans at once (the records that needed them are often of a kind the table keeps sending).
 _DECLINED: set[tuple[str, int]] = set()
+# (connector, task) whose sink batch had records of another schema than its first in this process: later
+# batches find their schemas first (Converter.to_connect).
+_DECLINED_READS: set[tuple[str, int]] = set()
 MARKERS_FROM = "markers_from"  # in a source batch's plan: where its Kafka transactions' markers start
 RESETS = "resets"  # in a sink batch's plan: the positions auto.offset.reset moved past removed records
 
@@ -455,26 +459,49 @@ class BatchRunner:
             df = df.persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(df)
         steps.done("read")
-        batches, failed_read = run_guarded(lambda: self.pipeline.deserialise(df), self.name, task_id)
-        failed = [failed_read] if failed_read is not None else []
-        steps.done("convert")
-        batches = self.pipeline.transform(batches)
-        good, guarded = [], []
-        for batch in batches:
-            if policy.tolerate and has_errors(batch.df):
-                ok, bad = split(batch.df)
-                failed.append(bad)
-                good.append(batch.with_df(ok))
-            else:
-                guarded.append(batch.df)
-                good.append(batch.with_df(strip(guard(batch.df))))
-        steps.done("transform")
+        # A batch of one schema is read with the converters' plans for it (no pass to find its schemas first),
+        # unless a batch of this connector declined in this process before: a batch that declines is read and
+        # put again with the general plans. A put that fails is run again from the same records anyway (a
+        # retriable failure, or the next run resuming the batch), so the failed one leaves nothing behind.
+        optimistic = not policy.tolerate and (self.name, task_id) not in _DECLINED_READS
+        good: list[RecordBatch] = []
+        guarded: list[DataFrame] = []
+        failed: list[DataFrame] = []
+
+        def convert(optimistic: bool) -> None:
+            batches, failed_read = run_guarded(lambda: self.pipeline.deserialise(df, optimistic), self.name, task_id)
+            failed[:] = [failed_read] if failed_read is not None else []
+            good.clear()
+            guarded.clear()
+            for batch in self.pipeline.transform(batches):
+                if policy.tolerate and has_errors(batch.df):
+                    ok, bad = split(batch.df)
+                    failed.append(bad)
+                    good.append(batch.with_df(ok))
+                else:
+                    guarded.append(batch.df)
+                    good.append(batch.with_df(strip(guard(batch.df))))
 
         def put() -> Any:
             return policy.retrying(lambda: task.put(good, ranges, prepared, batch_id), TASK_PUT,
                                    f"sink batch {batch_id}")
 
-        errant = run_guarded(put, self.name, task_id, guarded) or []
+        def put_or_read_again() -> Any:
+            try:
+                return put()
+            except Exception as e:  # Spark's own exception types vary with the session kind
+                if not optimistic or DECLINED not in str(e):
+                    raise
+            self.log.info(f"batch {batch_id}: a record has another schema than the batch's first; reading the "
+                          f"batch again")
+            _DECLINED_READS.add((self.name, task_id))
+            convert(False)
+            return put()
+
+        convert(optimistic)
+        steps.done("convert")
+        steps.done("transform")  # lazily: the transforms run in the put
+        errant = run_guarded(put_or_read_again, self.name, task_id, guarded) or []
         steps.done("put")
         for batch in errant:  # records the sink reported (Kafka's ErrantRecordReporter)
             marked = fill_class(batch.df, plugin_class_name(task))

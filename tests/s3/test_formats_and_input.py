@@ -126,6 +126,61 @@ def test_field_and_time_partitioner(world):
                                    "topics/orders/id=1/day=02/orders+0+0000000001.json"}
 
 
+@pytest.fixture
+def reads(monkeypatch):
+    """What JsonConverter.to_connect_optimistic answered, call by call (None: no optimistic pair), with the
+    runtime's memory of declined batches emptied."""
+    import connectors.converters.json_converter as json_converter
+    from ingest.runtime import runner
+
+    answers = []
+    real = json_converter.JsonConverter.to_connect_optimistic
+
+    def spy(self, df, column):
+        answers.append(real(self, df, column))
+        return answers[-1]
+
+    monkeypatch.setattr(json_converter.JsonConverter, "to_connect_optimistic", spy)
+    monkeypatch.setattr(runner, "_DECLINED_READS", set())
+    return answers, runner
+
+
+def test_a_batch_of_one_schema_is_read_without_a_pass_to_find_its_schemas(world, reads):
+    worker, objects, produce = world
+    answers, runner = reads
+    produce([value(i) for i in range(3)])
+    worker.run(sink(worker, objects, **{"flush.size": "3"}))
+    assert len(answers) == 1 and answers[0] is not None and not runner._DECLINED_READS
+    assert files(objects)["topics/orders/partition=0/orders+0+0000000000.json"].decode().splitlines()[2] == (
+        '{"id":2,"title":"book 2","ts":null,"gift":null}')
+
+
+def test_a_batch_whose_schema_changes_is_read_again_and_written_as_by_the_general_reading(world, reads):
+    worker, objects, produce = world
+    answers, runner = reads
+    wider = {**SCHEMA, "fields": SCHEMA["fields"] + [{"type": "string", "field": "isbn", "optional": True}]}
+    later = [json.dumps({"schema": wider, "payload": {"id": i, "title": f"book {i}", "isbn": f"i{i}"}}).encode()
+             for i in (2, 3)]
+    produce([value(0), value(1), *later, None, value(5)])
+    name = sink(worker, objects, **{"flush.size": "3", "behavior.on.null.values": "ignore"})
+    worker.run(name)
+    assert answers[0] is not None and runner._DECLINED_READS == {(name, 0)}  # the first record's schema, declined
+    got = {k: v.decode().splitlines() for k, v in files(objects).items()}
+    # Confluent's schema compatibility NONE: each schema change commits the open object first.
+    assert got == {
+        "topics/orders/partition=0/orders+0+0000000000.json": [
+            '{"id":0,"title":"book 0","ts":null,"gift":null}', '{"id":1,"title":"book 1","ts":null,"gift":null}'],
+        "topics/orders/partition=0/orders+0+0000000002.json": [
+            '{"id":2,"title":"book 2","ts":null,"gift":null,"isbn":"i2"}',
+            '{"id":3,"title":"book 3","ts":null,"gift":null,"isbn":"i3"}']}
+    assert worker.offsets(name)[0]["offset"] == {"kafka_offset": 4}  # record 5 waits in its open object
+
+    # Later batches of this connector in this process find their schemas first.
+    produce([value(6)])
+    worker.run(name)
+    assert answers[1:] == []
+
+
 def test_tombstones_fail_by_default_naming_the_record_and_are_skipped_with_ignore(world):
     worker, objects, produce = world
     produce([value(0), None, value(2)])
