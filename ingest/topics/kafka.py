@@ -245,7 +245,18 @@ class KafkaTopic:
                     f"topic '{self.name}' does not exist on {self.clients.bootstrap} and creating it failed "
                     f"({describe_client_error(e)}); create it with the cluster's tools, with the partitions "
                     "you want") from e
+        self._await_metadata()
         return self.describe()
+
+    def _await_metadata(self) -> None:
+        """Wait until the brokers' metadata has the topic just created: the controller answers CreateTopics
+        before every broker has it, and an append asking at once would find no such topic."""
+        deadline = time.monotonic() + self.timeout_s
+        while self._partitions() is None:
+            if time.monotonic() > deadline:
+                raise RetriableError(f"topic '{self.name}' was created on {self.clients.bootstrap} but its brokers "
+                                     f"did not list it within {self.timeout_s:.0f} s; run the batch again")
+            time.sleep(0.05)
 
     # --- writing ---------------------------------------------------------------------------------
 
