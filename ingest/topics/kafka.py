@@ -245,10 +245,10 @@ class KafkaTopic:
                     f"topic '{self.name}' does not exist on {self.clients.bootstrap} and creating it failed "
                     f"({describe_client_error(e)}); create it with the cluster's tools, with the partitions "
                     "you want") from e
-        self._await_metadata()
+        self.await_listed()
         return self.describe()
 
-    def _await_metadata(self) -> None:
+    def await_listed(self) -> None:
         """Wait until the brokers' metadata has the topic just created: the controller answers CreateTopics
         before every broker has it, and an append asking at once would find no such topic."""
         deadline = time.monotonic() + self.timeout_s

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -224,16 +223,10 @@ class KafkaService:
             have = len(admin.list_topics(name, timeout=10).topics[name].partitions)
             if have != partitions:
                 raise RuntimeError(f"topic {name} already exists with {have} partitions, not {partitions}") from e
-        # The controller answers before the broker's metadata has the topic: a client asking at once may not
-        # find it (a test once failed so). Wait until the broker lists it.
-        deadline = time.monotonic() + 30
-        while True:
-            topic = admin.list_topics(name, timeout=10).topics.get(name)
-            if topic is not None and topic.error is None and len(topic.partitions) == partitions:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"topic {name} was created but the broker did not list it within 30 s")
-            time.sleep(0.05)
+        # The controller answers before the broker's metadata has the topic: wait as the backend's create does.
+        from ingest.topics.kafka import KafkaClients, KafkaTopic
+
+        KafkaTopic(KafkaClients.from_configs({"kafka.bootstrap.servers": self.bootstrap}), name).await_listed()
 
     @staticmethod
     def unique_topic(prefix: str) -> str:
