@@ -17,7 +17,6 @@ import math
 import re
 from dataclasses import replace
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -25,7 +24,7 @@ from pyspark.sql import types as T
 
 from connectors.file.javastr import _hashmap_order
 from connectors.transforms._support import (
-    KeyOrValueTransform, as_map, java_date_text, kafka_names, object_of, require_map,
+    MILLIS_PER_DAY, KeyOrValueTransform, as_map, java_date_text, kafka_names, object_of, require_map,
     required_null_message, struct_get,
 )
 from ingest.config.configdef import ConfigDef, Importance, Type
@@ -45,7 +44,6 @@ _SPARK_TYPES = {"int8": T.ByteType(), "int16": T.ShortType(), "int32": T.Integer
                 "float32": T.FloatType(), "float64": T.DoubleType(), "boolean": T.BooleanType(),
                 "string": T.StringType()}
 _BITS = {"int8": 8, "int16": 16, "int32": 32}
-_MILLIS_PER_DAY = 86_400_000
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _JAVA_WHITESPACE = "".join(chr(i) for i in range(33))  # String.trim() strips every char <= ' '
@@ -209,7 +207,7 @@ def _int_value(src: Column, kind: str) -> Column:
 def _epoch_millis(src: Column, kind: str) -> Column:
     """java.util.Date.getTime() of a Date / Time / Timestamp value."""
     if kind == "date":
-        return F.unix_date(src).cast("long") * F.lit(_MILLIS_PER_DAY)
+        return F.unix_date(src).cast("long") * F.lit(MILLIS_PER_DAY)
     if kind == "timestamp":
         return F.unix_millis(src)
     return src.cast("long")
@@ -365,19 +363,19 @@ def cast_variants(batch: RecordBatch, values: list[Column], targets: list[str], 
 # --- castValueToType for schema defaults (Python values) ------------------------------------------------
 
 
-def _java_text_of_millis(millis: int, zone: str) -> str:
-    """Values.dateFormatFor(date).format(date) for a Python value, in `zone`."""
-    m = (_EPOCH + dt.timedelta(milliseconds=millis)).astimezone(ZoneInfo(zone))
+def _java_text_of_millis(millis: int) -> str:
+    """Values.dateFormatFor(date).format(date) for a Python value, in UTC as `java_date_text`."""
+    m = _EPOCH + dt.timedelta(milliseconds=millis)
     day = f"{m.year:04d}-{m.month:02d}-{m.day:02d}"
     time = f"{m.hour:02d}:{m.minute:02d}:{m.second:02d}.{m.microsecond // 1000:03d}Z"
-    if millis < _MILLIS_PER_DAY:
+    if millis < MILLIS_PER_DAY:
         return time
-    return day if millis % _MILLIS_PER_DAY == 0 else f"{day}T{time}"
+    return day if millis % MILLIS_PER_DAY == 0 else f"{day}T{time}"
 
 
 def _millis_of(value: Any, kind: str) -> int:
     if kind == "date":
-        return (value - _EPOCH_DATE).days * _MILLIS_PER_DAY
+        return (value - _EPOCH_DATE).days * MILLIS_PER_DAY
     if kind == "timestamp":
         aware = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
         return (aware - _EPOCH) // dt.timedelta(milliseconds=1)
@@ -418,7 +416,7 @@ def _py_parse(text: str, target: str) -> Any:
     raise DataError(f"Value ({text}) was out of range for requested data type")
 
 
-def cast_default(schema: ConnectSchema, value: Any, target: str, zone: str) -> Any:
+def cast_default(schema: ConnectSchema, value: Any, target: str) -> Any:
     """castValueToType(schema, value, target) for a Python value (a schema's default); DataError as Kafka."""
     if value is None:
         return None
@@ -426,13 +424,13 @@ def cast_default(schema: ConnectSchema, value: Any, target: str, zone: str) -> A
     if kind.startswith("unsupported:"):
         raise DataError(unsupported_input(schema.type))
     if target == "string":
-        return _py_text(value, kind, zone)
+        return _py_text(value, kind)
     if kind == "bytes":
         raise DataError(BYTES_UNEXPECTED)
     if kind == "string":
         return _py_parse(value, target)
     if kind in ("date", "time", "timestamp"):  # encodeLogicalType
-        value = _millis_of(value, kind) // (_MILLIS_PER_DAY if kind == "date" else 1)
+        value = _millis_of(value, kind) // (MILLIS_PER_DAY if kind == "date" else 1)
     if target == "boolean":
         return bool(value) if kind == "boolean" else _py_long(value) != 0
     if isinstance(value, bool):
@@ -452,11 +450,11 @@ def _py_long(value: Any) -> int:
     return _py_wrap(int(value), 64)  # int() drops a Decimal's fraction toward zero, as BigDecimal does
 
 
-def _py_text(value: Any, kind: str, zone: str) -> str:
+def _py_text(value: Any, kind: str) -> str:
     if kind == "bytes":
         return base64.b64encode(bytes(value)).decode("ascii")
     if kind in ("date", "time", "timestamp"):
-        return _java_text_of_millis(_millis_of(value, kind), zone)
+        return _java_text_of_millis(_millis_of(value, kind))
     if kind == "boolean":
         return "true" if value else "false"
     if kind in ("float32", "float64"):
@@ -527,20 +525,17 @@ class _Cast(KeyOrValueTransform):
 
     # -- with a schema ---------------------------------------------------------------------------------
 
-    def _zone(self, batch: RecordBatch) -> str:
-        return batch.df.sparkSession.conf.get("spark.sql.session.timeZone")
-
-    def _whole_schema(self, schema: ConnectSchema, zone: str) -> ConnectSchema:
+    def _whole_schema(self, schema: ConnectSchema) -> ConnectSchema:
         """copySchemaBasics(valueSchema, builder of the target type), optional and default as the input."""
         out = replace(ConnectSchema(self.whole_value_type), name=schema.name, version=schema.version,
                       doc=schema.doc, parameters=schema.parameters, optional=schema.optional)
-        default = cast_default(schema, schema.default, self.whole_value_type, zone)
+        default = cast_default(schema, schema.default, self.whole_value_type)
         return out.with_default(_as_logical_default(out, default))
 
     def _apply_whole_with_schema(self, batch: RecordBatch, schema: ConnectSchema) -> RecordBatch:
         value = self.operating_value()
         try:
-            out_schema = self._whole_schema(schema, self._zone(batch))
+            out_schema = self._whole_schema(schema)
         except DataError as e:  # getOrBuildSchema fails for every record that is not null
             return batch.fail(value.isNotNull(), str(e))
         kind = _kind(schema)
@@ -549,14 +544,14 @@ class _Cast(KeyOrValueTransform):
             batch = batch.fail(value.isNotNull() & error.isNotNull(), error)
         return self.new_record(batch, out_schema, self.unless_null(batch, _as_schema_type(cast, out_schema)))
 
-    def _field_schema(self, field_schema: ConnectSchema, target: str, zone: str) -> ConnectSchema:
+    def _field_schema(self, field_schema: ConnectSchema, target: str) -> ConnectSchema:
         out = ConnectSchema(target, optional=field_schema.optional)
-        return out.with_default(cast_default(field_schema, field_schema.default, target, zone))
+        return out.with_default(cast_default(field_schema, field_schema.default, target))
 
-    def _struct_schema(self, schema: ConnectSchema, zone: str) -> ConnectSchema:
+    def _struct_schema(self, schema: ConnectSchema) -> ConnectSchema:
         if schema.type != "struct":
             raise DataError("Cannot list fields on non-struct type")
-        fields = tuple(replace(f, schema=self._field_schema(f.schema, self.casts[f.name], zone))
+        fields = tuple(replace(f, schema=self._field_schema(f.schema, self.casts[f.name]))
                        if f.name in self.casts else f for f in schema.fields)
         out = ConnectSchema("struct", schema.optional, schema.name, schema.version, schema.doc, schema.parameters,
                             fields=fields)
@@ -567,7 +562,7 @@ class _Cast(KeyOrValueTransform):
     def _apply_fields_with_schema(self, batch: RecordBatch, schema: ConnectSchema) -> RecordBatch:
         value = self.operating_value()
         try:
-            out_schema = self._struct_schema(schema, self._zone(batch))
+            out_schema = self._struct_schema(schema)
         except DataError as e:  # getOrBuildSchema fails for every record that is not null
             return batch.fail(value.isNotNull(), str(e))
         new_fields, errors = [], []

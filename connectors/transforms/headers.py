@@ -82,8 +82,7 @@ def header_text(value: Column, data_type: T.DataType, schema: ConnectSchema | No
     Strings as they are; numbers and booleans as Java prints them; Date, Time and Timestamp as `java_date_text`
     (`yyyy-MM-dd`, `HH:mm:ss.SSS'Z'` or `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` by the instant, UTC); bytes in base64;
     decimals as BigDecimal.toString; structs, maps and arrays as compact JSON text (`{"a":1,"b":null}`,
-    `[1,2]`). Schemaless values (VARIANT): a string
-    as it is, anything else as its JSON text.
+    `[1,2]`). Schemaless values (VARIANT): a string as it is, anything else as its JSON text.
     """
     logical = schema.logical if schema is not None else None
     if isinstance(data_type, T.VariantType):

@@ -134,6 +134,21 @@ def test_whole_value_logical_and_default(spark):
         ["42", "1970-01-02T00:00:00.001Z", 42]
 
 
+def test_a_timestamp_default_cast_to_string_prints_in_utc_as_its_values_do(spark):
+    # Kafka's Values formats a java.util.Date in UTC, whatever the JVM's zone: the schema's default (cast in
+    # Python) and the records' values (cast by Spark) alike.
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+    try:
+        ts = dt.datetime(1970, 1, 2, 0, 0, 0, 1000, tzinfo=dt.timezone.utc)
+        value_schema = struct(None, ("t", TIMESTAMP_SCHEMA.with_default(ts)))
+        out = apply_one(make(CastValue, {"spec": "t:string"}), batch_of(spark, [{"value": {"t": ts}}],
+                                                                           value_schema=value_schema))
+        assert schema(out).fields[0].schema.default == "1970-01-02T00:00:00.001Z"
+        assert records(out)[0]["value"] == {"t": "1970-01-02T00:00:00.001Z"}
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
 def test_logical_to_primitive(spark):
     value_schema = struct(
         None, ("date_to_int32", DATE_SCHEMA), ("timestamp_to_int64", TIMESTAMP_SCHEMA),
