@@ -194,3 +194,58 @@ def test_a_fenced_producer_stops_with_a_clear_error(kafka):
         tx.commit(2, {0: [2, 4]})
     assert read_committed(kafka.bootstrap, topic) == {}
     assert read_committed(kafka.bootstrap, markers) == {}
+
+
+def test_a_batch_begun_before_markers_named_their_split_resumes_in_that_split(spark, kafka):
+    """Markers without a "layout" were written when a batch's records split into tasks by a hash of their
+    Kafka partition; tasks now take partition p % tasks. A batch such a release began and committed part
+    of is run again in its old split, so each task skips what its committed transaction holds: every
+    record once, in order."""
+    from confluent_kafka import Producer
+    from pyspark.sql import functions as F
+
+    from ingest.topics.kafka import BatchMarkers, KafkaClients, KafkaTopic
+    from ingest.topics.table import partition_choice
+
+    tasks = spark.sparkContext.defaultParallelism
+    assert tasks >= 2, "two tasks at least, or every split is the same"
+    df = spark.createDataFrame([(i, f"key-{i}".encode(), f"value-{i}".encode()) for i in range(60)],
+                               "seq long, key binary, value binary")
+    types = {f.name: f.dataType for f in df.schema.fields}
+    for n in range(3, 9):  # a partition count whose two splits differ
+        hashed = (df.select(partition_choice(types, n, 1, "t").alias("partition"), "seq", "key", "value")
+                  .repartition(min(n, tasks), "partition").sortWithinPartitions("partition", "seq")
+                  .select("partition", "key", "value", F.spark_partition_id().alias("task")).collect())
+        first_task = [r for r in hashed if r.task == 0]
+        if {r.partition for r in first_task} != {p for p in range(n) if p % min(n, tasks) == 0}:
+            break
+    else:
+        pytest.fail("no partition count in 3..8 splits differently by hash and by id")
+    topic, markers = kafka.unique_topic("legacy"), kafka.unique_topic("legacy-markers")
+    kafka.create_topic(topic, n)
+    clients = KafkaClients.from_configs({"kafka.bootstrap.servers": kafka.bootstrap,
+                                         "lake.kafka.batch.markers.topic": markers})
+    since = BatchMarkers(clients, markers).end()
+    # The earlier release's task 0 committed the first half of its records, with a marker saying so.
+    done = first_task[:len(first_task) // 2]
+    tid = f"lakeconnect-legacy-{topic}-0"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    counts: dict[str, list[int]] = {}
+    for r in done:
+        producer.produce(topic, bytes(r.value), bytes(r.key), partition=r.partition)
+        c = counts.setdefault(str(r.partition), [0, 0])
+        c[0] += 1
+        c[1] += len(r.key) + len(r.value)
+    producer.produce(markers, json.dumps({"records": len(done), "partitions": counts}).encode(),
+                     json.dumps(["legacy", 1, topic, 0]).encode(), partition=0)
+    producer.commit_transaction(30)
+
+    result = KafkaTopic(clients, topic).append(df, app_id="legacy", version=1, markers_from=since)
+
+    assert result.count == 60
+    expected: dict[int, list[tuple[bytes, bytes]]] = {}
+    for r in sorted(hashed, key=lambda r: int(r.value.decode().split("-")[1])):
+        expected.setdefault(r.partition, []).append((bytes(r.key), bytes(r.value)))
+    assert read_committed(kafka.bootstrap, topic) == expected
