@@ -147,30 +147,32 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
         """Parse `column`; one (schema, DataFrame) per distinct embedded schema (none for no records).
         Bad JSON raises DataError naming the first bad record."""
         raw = df[column]
-        staged = df.withColumn(_TEXT, self._text(raw))
         if not self.schemas_enable:
+            staged = df.withColumn(_TEXT, self._text(raw))
             staged = staged.withColumn(_PARSED, F.try_parse_json(F.col(_TEXT)))
             raise_first_bad(staged, self._reason(raw, F.col(_TEXT)), _fix_for_bad_json())
             return [(None, _drop_staged(staged.withColumn(column, self._schemaless_value(raw, F.col(_PARSED)))))]
-        # One pass per record finds the schema texts (a small distinct on the driver) and bad records.
+        # One pass per record finds the schema texts (a small distinct on the driver) and bad records. The
+        # text is made only where a record needs it (see to_connect_optimistic), not as a column of its own.
         fast = json_read_available()
-        keyed = _with_schema_key(staged, raw, fast)
+        text = self._text(raw)
+        keyed = _with_schema_key(df, raw, fast, text)
         texts = _schema_texts(keyed)
         if _BAD in texts:
-            raise_first_bad(staged, self._reason(raw, F.col(_TEXT)), _fix_for_bad_json())
+            raise_first_bad(df, self._reason(raw, text), _fix_for_bad_json())
         groups: dict[ConnectSchema | None, list[str]] = {}
         for t in texts:  # texts that differ only in spacing or key order are the same schema
             groups.setdefault(None if t is None else self._parse_schema(keyed, t), []).append(t)
         out = []
         for schema, members in groups.items():
-            part = staged
+            part = df
             if len(groups) > 1:  # with one schema (the usual case) every record belongs to it: no filter
                 # False, never null, for other records: Spark may push a filter on the value (a sink skipping
                 # null values) into this one, and reads the value wherever this is not false.
                 key = F.col(_KEY)
                 part = keyed.where(key.isNull() if schema is None else F.coalesce(key.isin(members), F.lit(False)))
             if schema is None:  # tombstones, and envelopes whose schema is null
-                part = part.withColumn(_PAYLOAD, _payload(F.col(_TEXT)))
+                part = part.withColumn(_PAYLOAD, _payload(text))
                 part = part.withColumn(column, self._schemaless_value(raw, F.col(_PAYLOAD)))
             else:
                 part = self._with_value(part, column, raw, schema, fast)
@@ -186,8 +188,9 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
         if not self.schemas_enable or not json_read_available():
             return None
         raw = df[column]
-        staged = df.withColumn(_TEXT, self._text(raw))
-        keyed = _with_schema_key(staged, raw, True)
+        # No _TEXT column: made for every record, its UTF-8 check and copy cost as much as reading the
+        # payload; the few records the Java scan is unsure of make their text where they need it.
+        keyed = _with_schema_key(df, raw, True, self._text(raw))
         first = keyed.select(_KEY).limit(1).collect()
         text = first[0][0] if first else None
         if text is None or text == _BAD:
@@ -234,7 +237,7 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
         `_json_fast_read`), by the general expressions for every record it hands back."""
         spec = payload_spec(schema, self.options) if fast else None
         if spec is None:
-            part = part.withColumn(_PAYLOAD, _payload(F.col(_TEXT)))
+            part = part.withColumn(_PAYLOAD, _payload(self._text(raw)))
             return with_connect_value(part, column, F.col(_PAYLOAD), schema, self.options)
         part = part.withColumn(_FAST, json_payload(raw, spec))
         handled = F.col(_FAST)["handled"]
@@ -347,11 +350,11 @@ def _schema_texts(keyed: DataFrame) -> list[str | None]:
     return [r[0] for r in keyed.select(_KEY).distinct().collect()]
 
 
-def _with_schema_key(staged: DataFrame, raw: Column, fast: bool) -> DataFrame:
+def _with_schema_key(staged: DataFrame, raw: Column, fast: bool, text: Column) -> DataFrame:
     """`staged` with column _KEY: each record's embedded schema text, null for a tombstone or a null schema,
     _BAD for a record that is not an envelope. With `fast`, the Java scan gives the raw text of most
-    records; only those it is unsure of (UNSURE) are parsed the strict way, whose key they then get."""
-    text = F.col(_TEXT)
+    records; only those it is unsure of (UNSURE) are parsed the strict way, whose key they then get.
+    `text`: the records' text (`JsonConverter._text`)."""
     if not fast:
         keyed = staged.withColumn(_ENVELOPE, _envelope(text))
         return keyed.withColumn(_KEY, _strict_key(raw, F.col(_ENVELOPE)))
