@@ -3,7 +3,7 @@
 `render` (in `_json_write`) builds Kafka's JSON text from Spark expressions: the fields brought to their
 JSON form, `to_json`, then the envelope concatenated around it and the text cast to bytes, each step a
 copy of the record. For the commonest records (a struct of integers, booleans, strings, bytes, dates,
-timestamps and decimals, as a table row is, and structs of such structs, as a Debezium change event
+timestamps, decimals and floats, as a table row is, and structs of such structs, as a Debezium change event
 is) the Java expression writes the final bytes in one pass from Spark's internal row. It hands a record back (null) whenever it is not sure to write what `render`
 writes: a null where the schema wants a default or forbids one, a string that is not valid UTF-8. Those
 records take `render`, which also raises the errors, so results are the same record for record.
@@ -26,7 +26,7 @@ _INTEGER_SCHEMAS = ("int8", "int16", "int32", "int64")
 
 def field_spec(data_type: T.DataType, schema: ConnectSchema, options: JsonOptions) -> str | None:
     """The JsonRecord spec of a struct column of `data_type` under `schema`, or None when the Java
-    expression does not write it (floats, maps, arrays, fields out of order, at any depth)."""
+    expression does not write it (maps, arrays, fields out of order, at any depth)."""
     lines = _struct_lines(data_type, schema, options)
     return None if lines is None else "\n".join(lines)
 
@@ -68,6 +68,10 @@ def _kind(data_type: T.DataType, schema: ConnectSchema, options: JsonOptions) ->
         return _INTEGERS.get(type(data_type))
     if schema.type == "boolean" and isinstance(data_type, T.BooleanType):
         return "b"
+    if schema.type == "float64" and isinstance(data_type, T.DoubleType):
+        return "d"
+    if schema.type == "float32" and isinstance(data_type, T.FloatType):
+        return "f"
     if schema.type == "string" and type(data_type) is T.StringType and data_type == T.StringType():
         return "s"
     if schema.type == "bytes" and isinstance(data_type, T.BinaryType):

@@ -29,11 +29,17 @@ WIDE = S.struct(
     ("c", S.OPTIONAL_INT8_SCHEMA), ("b", S.OPTIONAL_BOOLEAN_SCHEMA), ("s", S.OPTIONAL_STRING_SCHEMA),
     ("y", S.OPTIONAL_BYTES_SCHEMA), ("d", S.date(True)), ("t", S.timestamp(True)), ("tm", S.time(True)),
     ("small", S.decimal(2, 10, optional=True)), ("big", S.decimal(0, 38, optional=True)),
-    ("weird \"name\"\n", S.OPTIONAL_STRING_SCHEMA),
+    ("weird \"name\"\n", S.OPTIONAL_STRING_SCHEMA), ("f32", S.OPTIONAL_FLOAT32_SCHEMA),
+    ("f64", S.OPTIONAL_FLOAT64_SCHEMA),
 )
 STRINGS = ["", "plain", 'quote " and \\ backslash', "tab\tnew\nline\rcr\bbs\fff", "\x00\x01\x1f\x7f",
            "é ü ß 漢字 😀", "\u2028\u2029", "/slash/", "a" * 300]
 LONGS = [0, 1, -1, 9, 10, -10, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63), 1234567890123]
+# Where Java's Float/Double.toString switch notation, shortest forms, extremes; NaN and the infinities,
+# which the Java writer hands back (Jackson writes them quoted).
+FLOATS = [0.0, -0.0, 1.0, -1.5, 0.1, 0.001, 1e-3, 9.999e-4, 1e-4, 1e7, 9999999.0, 1e23, 2e22, 123456789.125,
+          5e-324, 1.7976931348623157e308, 3.4028234663852886e38, 1.401298464324817e-45, float("nan"),
+          float("inf"), float("-inf")]
 
 
 def _row(rnd: random.Random, i: int):
@@ -52,6 +58,8 @@ def _row(rnd: random.Random, i: int):
         maybe(Decimal(rnd.choice([0, 1, -1, 127, 128, -128, -129, 255, 256, 2**63, -(2**63), 10**38 - 1, -(10**38) + 1,
                                   rnd.randint(-(10**37), 10**37)]))),
         maybe(rnd.choice(STRINGS)),
+        maybe(rnd.choice(FLOATS + [rnd.uniform(-1e6, 1e6)])),
+        maybe(rnd.choice(FLOATS + [rnd.uniform(-1e6, 1e6), rnd.random() * 10.0 ** rnd.randint(-30, 30)])),
     )
 
 
@@ -110,8 +118,7 @@ def test_a_string_that_is_not_utf8_is_written_as_spark_decodes_it(spark, make, m
 
 
 @pytest.mark.parametrize("schema", [
-    S.struct("floats", ("f", S.FLOAT64_SCHEMA)),
-    S.struct("nested", ("inner", S.struct("inner", ("f", S.FLOAT32_SCHEMA)))),
+    S.struct("nested", ("inner", S.struct("inner", ("a", S.array(S.FLOAT32_SCHEMA))))),
     S.struct("arrays", ("a", S.array(S.INT32_SCHEMA))),
     S.struct("maps", ("m", S.map_(S.STRING_SCHEMA, S.INT32_SCHEMA))),
     S.INT64_SCHEMA,
@@ -180,10 +187,15 @@ def test_a_required_field_null_inside_a_nested_struct_gets_kafkas_error(spark, m
 
 
 def test_the_optimistic_plan_is_the_java_writer_alone_with_the_same_bytes(spark, make, monkeypatch, wide_frame):
-    converter = make(KAFKA_CLASS)
-    general = converter.from_connect(wide_frame, "value", WIDE)
-    optimistic = converter.from_connect_optimistic(wide_frame, "value", WIDE)
     from ingest.api import DECLINED
+
+    def finite(field):  # NaN and the infinities are handed back: the optimistic plan declines them
+        return F.coalesce(F.abs(F.col(f"value.{field}")) < F.lit(float("inf")), F.lit(True))
+
+    frame = wide_frame.where(finite("f32") & finite("f64"))
+    converter = make(KAFKA_CLASS)
+    general = converter.from_connect(frame, "value", WIDE)
+    optimistic = converter.from_connect_optimistic(frame, "value", WIDE)
 
     def size(df):  # the optimised plan's whole tree (its string form is truncated)
         return len(df._jdf.queryExecution().optimizedPlan().toJSON())
@@ -203,3 +215,19 @@ def test_a_nullable_field_with_a_default_has_no_optimistic_plan(spark, make):
 
     with pytest.raises(Exception, match=DECLINED):
         plan.collect()
+
+
+def test_a_float_that_is_nan_or_infinite_is_written_quoted_as_kafka_writes_it(spark, make):
+    """Jackson quotes NaN and the infinities (QUOTE_NON_NUMERIC_NUMBERS): the Java writer hands them back to
+    the general expressions, and the optimistic plan declines them."""
+    from ingest.api import DECLINED
+
+    schema = S.struct("s", ("d", S.FLOAT64_SCHEMA), ("f", S.FLOAT32_SCHEMA))
+    df = spark.createDataFrame([((float("nan"), 1.5),), ((1.5, float("-inf")),), ((0.1, 0.1),)],
+                               "value struct<d:double,f:float>")
+    converter = make(KAFKA_CLASS, {"schemas.enable": "false"})
+    assert column_bytes(converter.from_connect(df, "value", schema)) == [
+        b'{"d":"NaN","f":1.5}', b'{"d":1.5,"f":"-Infinity"}', b'{"d":0.1,"f":0.1}']
+    optimistic = converter.from_connect_optimistic(df, "value", schema)
+    with pytest.raises(Exception, match=DECLINED):
+        optimistic.collect()

@@ -22,11 +22,13 @@ import org.apache.spark.unsafe.types.UTF8String;
  * JSON form (Date as epoch days, Timestamp as epoch millis, Decimal as the base64 of its unscaled
  * two's-complement bytes or as a number, bytes as base64), without building a JSON text and copying it
  * around. Anything it does not handle the same way for certain (a null in a field that must not be
- * null or takes its default, a string that is not valid UTF-8) makes it return null, and the caller
+ * null or takes its default, a string that is not valid UTF-8, a float that is NaN or infinite) makes it
+ * return null, and the caller
  * falls back to the general expression for that record.
  *
  * <p>{@code spec} has one line per field: {@code <kind> <nulls> <JSON-quoted name>}, where kind is
- * {@code l} / {@code i} / {@code h} / {@code c} (long / int / short / byte), {@code b} (boolean), {@code s} (string), {@code y} (binary),
+ * {@code l} / {@code i} / {@code h} / {@code c} (long / int / short / byte), {@code f} / {@code d} (float /
+ * double), {@code b} (boolean), {@code s} (string), {@code y} (binary),
  * {@code D} (date), {@code T} (timestamp), {@code B<p>.<s>} / {@code N<p>.<s>} (decimal as base64 bytes
  * / as a number) or {@code &#123;} (a struct: the lines after it, up to a line {@code &#125;}, are its
  * fields), and nulls is {@code n} (a null is written as null) or {@code x} (a null is not ours).
@@ -85,7 +87,7 @@ public final class JsonRecord extends OneChildExpression {
                 String[] ps = parts[0].substring(1).split("\\.");
                 precision = Integer.parseInt(ps[0]);
                 scale = Integer.parseInt(ps[1]);
-            } else if ("lihcbsyDT{".indexOf(kind) >= 0 && parts[0].length() == 1) {
+            } else if ("lihcbfdsyDT{".indexOf(kind) >= 0 && parts[0].length() == 1) {
                 precision = 0;
                 scale = 0;
             } else {
@@ -213,6 +215,22 @@ public final class JsonRecord extends OneChildExpression {
                 case 'b':
                     out.put(row.getBoolean(i) ? TRUE : FALSE);
                     break;
+                case 'f': {  // Jackson's writeNumber(float): Float.toString; NaN and infinities are not ours
+                    float v = row.getFloat(i);
+                    if (!Float.isFinite(v)) {
+                        return false;
+                    }
+                    out.put(Float.toString(v).getBytes(StandardCharsets.US_ASCII));
+                    break;
+                }
+                case 'd': {  // Jackson's writeNumber(double): Double.toString
+                    double v = row.getDouble(i);
+                    if (!Double.isFinite(v)) {
+                        return false;
+                    }
+                    out.put(Double.toString(v).getBytes(StandardCharsets.US_ASCII));
+                    break;
+                }
                 case 's':
                     if (!string(out, row.getUTF8String(i))) {
                         return false;
