@@ -30,6 +30,10 @@ SAMPLES = [
     ("time", time(), [0, 45296789, 86399999]),
     ("timestamp", timestamp(True), [0, 1656234290123, -1, 253402300799999, None]),
     ("struct", ORDER, ORDER_ROWS),
+    # Float fields of a struct take the one-pass Java writer: its Float/Double.toString at notation switch points.
+    ("struct-floats", struct("s.Floats", ("f", prim("float32", True)), ("d", prim("float64", True))),
+     [{"f": 3.4028235e38, "d": 1e21}, {"f": 1e-45, "d": 1e-7}, {"f": None, "d": -2.5e-300},
+      {"f": 0.001, "d": 1e-3}, {"f": 1e7, "d": 9999999.0}, {"f": 0.1, "d": None}]),
     ("struct-optional", struct("s.Opt", ("a", prim("int32", True)), optional=True), [{"a": 1}, {"a": None}, None]),
     ("struct-defaults", struct("s.Def", ("a", prim("int32", True, default=5)), ("b", prim("string", True, default="z")),
                                ("c", date(True) | {"default": 10})), [{"a": None, "b": None, "c": None},
