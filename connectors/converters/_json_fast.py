@@ -3,10 +3,12 @@
 `render` (in `_json_write`) builds Kafka's JSON text from Spark expressions: the fields brought to their
 JSON form, `to_json`, then the envelope concatenated around it and the text cast to bytes, each step a
 copy of the record. For the commonest records (a struct of integers, booleans, strings, bytes, dates,
-timestamps, decimals and floats, as a table row is, and structs of such structs, as a Debezium change event
-is) the Java expression writes the final bytes in one pass from Spark's internal row. It hands a record back (null) whenever it is not sure to write what `render`
-writes: a null where the schema wants a default or forbids one, a string that is not valid UTF-8. Those
-records take `render`, which also raises the errors, so results are the same record for record.
+timestamps, decimals and floats, as a table row is, and structs of such structs, as a Debezium change
+event is) the Java expression writes the final bytes in one pass from Spark's internal row. It hands a
+record back (null) whenever it is not sure to write what `render` writes: a null where the schema wants
+a default or forbids one, a string that is not valid UTF-8, a float that is NaN or infinite (Jackson
+quotes them). Those records take `render`, which also raises the errors, so results are the same record
+for record.
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * JSON form (Date as epoch days, Timestamp as epoch millis, Decimal as the base64 of its unscaled
  * two's-complement bytes or as a number, bytes as base64), without building a JSON text and copying it
  * around. Anything it does not handle the same way for certain (a null in a field that must not be
- * null or takes its default, a string that is not valid UTF-8, a float that is NaN or infinite) makes it
- * return null, and the caller
- * falls back to the general expression for that record.
+ * null or takes its default, a string that is not valid UTF-8, a float that is NaN or infinite, which
+ * Jackson quotes) makes it return null, and the caller falls back to the general expression for that
+ * record.
  *
  * <p>{@code spec} has one line per field: {@code <kind> <nulls> <JSON-quoted name>}, where kind is
  * {@code l} / {@code i} / {@code h} / {@code c} (long / int / short / byte), {@code f} / {@code d} (float /
