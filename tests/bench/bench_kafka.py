@@ -87,7 +87,10 @@ class Topics:
     def __init__(self, bootstrap: str, partitions: int):
         from confluent_kafka.admin import AdminClient
 
+        from ingest.topics.kafka import KafkaClients
+
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.clients = KafkaClients.from_configs({"kafka.bootstrap.servers": bootstrap})
         self.partitions = partitions
         self.made: list[str] = []
         self.groups: list[str] = []
@@ -99,12 +102,10 @@ class Topics:
         self.made.append(name)
         # The AdminClient (self.admin) stays referenced until the future resolves.
         self.admin.create_topics([NewTopic(name, self.partitions, 1)], request_timeout=30)[name].result(60)
-        deadline = time.monotonic() + 30  # the controller answers before the brokers list the topic
-        while name not in self.admin.list_topics(name, timeout=10).topics or \
-                self.admin.list_topics(name, timeout=10).topics[name].error is not None:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"topic {name} was created but is not listed after 30 s")
-            time.sleep(0.05)
+        from ingest.topics.kafka import KafkaTopic
+
+        # The controller answers before the brokers list the topic: wait as the backend's own create does.
+        KafkaTopic(self.clients, name).await_listed()
         return name
 
     def delete(self, names: list[str]) -> None:
