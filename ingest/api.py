@@ -222,6 +222,8 @@ class SinkTask:
 # In the failure of a query planned by `Converter.from_connect_optimistic` or `to_connect_optimistic`: a record
 # needs the general plan, `from_connect` or `to_connect`.
 DECLINED = "lakeconnect: a record needs the converter's general plan"
+# `Converter.to_connect_optimistic` called without the batch's first record: the converter reads one itself.
+NOT_READ: Any = type("NotRead", (), {"__repr__": lambda self: "NOT_READ"})()
 
 
 class Converter(Plugin):
@@ -248,11 +250,15 @@ class Converter(Plugin):
         None when every input can be read. The runtime uses it to route bad records as `errors.*` say."""
         return None
 
-    def to_connect_optimistic(self, df: Any, column: str) -> Any:
+    def to_connect_optimistic(self, df: Any, column: str, first: Any = NOT_READ) -> Any:
         """`to_connect` for the usual batch, every record of one schema: one (schema, DataFrame) pair found
         without reading every record first, or None when the converter has no such plan for this batch. A
         record the pair does not hold fails the query with `DECLINED` in its message; the runtime then reads
-        the batch again with `to_connect`, having committed nothing."""
+        the batch again with `to_connect`, having committed nothing.
+
+        `first`: the bytes of `column` in one record of the batch (None for a null or an empty batch), read
+        by the runtime from the consumed records in one small query for both converters; not a checked
+        record (a bad one fails in the batch's query). NOT_READ: the converter reads one if it needs one."""
         return None
 
     def from_connect_optimistic(self, df: Any, column: str, schema: Any) -> Any:

@@ -37,6 +37,14 @@ def schema_text(value: Column) -> Column:
     return F.call_function(ENVELOPE_FUNCTION, value)
 
 
+def schema_text_of(spark, value: bytes | None) -> str | None:
+    """`schema_text` of one record's bytes, by the same Java code on the driver (no Spark job)."""
+    if value is None:
+        return None
+    text = spark._jvm.io.lakeconnect.JsonEnvelope.schemaText(bytearray(value))
+    return None if text is None else text.toString()
+
+
 def payload_spec(schema: ConnectSchema, options: JsonOptions) -> str | None:
     """The JsonPayload spec of records with `schema`, or None when the Java expression does not read them
     (nested values, arrays, maps, a primitive record)."""

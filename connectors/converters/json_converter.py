@@ -23,12 +23,12 @@ from connectors.converters._common import (
 )
 from connectors.converters._json_fast import available as json_fast_available
 from connectors.converters._json_fast import field_spec, json_record
-from connectors.converters._json_fast_read import UNSURE, payload_spec, schema_text, with_defaults
+from connectors.converters._json_fast_read import UNSURE, payload_spec, schema_text, schema_text_of, with_defaults
 from connectors.converters._json_fast_read import available as json_read_available
 from connectors.converters._json_fast_read import payload as json_payload
 from connectors.converters._json_read import JsonOptions, with_connect_value
 from connectors.converters._json_write import json_text, render, spark_type_problem
-from ingest.api import DECLINED, Converter, HeaderConverter
+from ingest.api import DECLINED, NOT_READ, Converter, HeaderConverter
 from ingest.config.configdef import ConfigDef, Importance, Type, ValidString
 from ingest.errors import DataError
 from ingest.records.schema import (
@@ -179,20 +179,23 @@ class JsonConverter(RecordAndHeaderConverter, Converter, HeaderConverter):
             out.append((schema, _drop_staged(part)))
         return out
 
-    def to_connect_optimistic(self, df: DataFrame, column: str) -> list[tuple[ConnectSchema, DataFrame]] | None:
+    def to_connect_optimistic(self, df: DataFrame, column: str,
+                              first: Any = NOT_READ) -> list[tuple[ConnectSchema, DataFrame]] | None:
         """`to_connect_record` for a batch whose records all embed the schema of its first: that record alone
-        is read first (a few rows of one file), not every record, and each record is checked against it in
-        the query that reads the values. A record with another schema text, a null schema or no value fails
-        that query with `DECLINED`. None where a batch would decline at once (its first record) or the Java
-        reader is not loaded."""
+        is read first, not every record, and each record is checked against it in the query that reads the
+        values. A record with another schema text, a null schema or no value fails that query with
+        `DECLINED`. None where a batch would decline at once (its first record) or the Java reader is not
+        loaded. `first`: that record's bytes, read by the caller (`Converter.to_connect_optimistic`)."""
         if not self.schemas_enable or not json_read_available():
             return None
         raw = df[column]
         # No _TEXT column: made for every record, its UTF-8 check and copy cost as much as reading the
         # payload; the few records the Java scan is unsure of make their text where they need it.
         keyed = _with_schema_key(df, raw, True, self._text(raw))
-        first = keyed.select(_KEY).limit(1).collect()
-        text = first[0][0] if first else None
+        text = UNSURE if first is NOT_READ else schema_text_of(df.sparkSession, first)
+        if text == UNSURE:  # only the strict reading knows this record's schema: ask Spark for it
+            rows = keyed.select(_KEY).limit(1).collect()
+            text = rows[0][0] if rows else None
         if text is None or text == _BAD:
             return None
         try:

@@ -464,12 +464,18 @@ class BatchRunner:
         # put again with the general plans. A put that fails is run again from the same records anyway (a
         # retriable failure, or the next run resuming the batch), so the failed one leaves nothing behind.
         optimistic = not policy.tolerate and (self.name, task_id) not in _DECLINED_READS
+        # One record for the converters to plan by, read from the first topic's files where it can be.
+        first_topic = min(r.topic for r in ranges)
+        reader = getattr(self._topic(first_topic), "first_record", None)
+        first = (reader({r.partition: (r.start, r.end) for r in ranges if r.topic == first_topic})
+                 if optimistic and reader is not None else None)
         good: list[RecordBatch] = []
         guarded: list[DataFrame] = []
         failed: list[DataFrame] = []
 
         def convert(optimistic: bool) -> None:
-            batches, failed_read = run_guarded(lambda: self.pipeline.deserialise(df, optimistic), self.name, task_id)
+            batches, failed_read = run_guarded(lambda: self.pipeline.deserialise(df, optimistic, first),
+                                               self.name, task_id)
             failed[:] = [failed_read] if failed_read is not None else []
             good.clear()
             guarded.clear()

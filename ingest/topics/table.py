@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -834,6 +835,44 @@ class TopicTable:
 
     # --- reading ---------------------------------------------------------------------------------
 
+    def first_record(self, ranges: Mapping[int, tuple[int, int]]) -> dict[str, bytes | None] | None:
+        """The key and value bytes of the first record of the lowest partition's range [start, end), read on
+        the driver from the one data file holding it (its row group found by statistics): what a converter
+        needs to plan a batch, without a Spark job. None when the ranges are empty or no file's statistics
+        name the record (the caller then asks Spark)."""
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        wanted = sorted((int(p), int(s)) for p, (s, e) in ranges.items() if e > s)
+        if not wanted:
+            return None
+        partition, start = wanted[0]
+        dt = self._require()
+        try:
+            actions = pa.table(dt.get_add_actions(flatten=True))
+        except (DeltaError, OSError, ValueError) as e:
+            raise StateError(f"cannot list the files of topic '{self.name}' ({self.uri}): {first_line(e)}") from e
+        columns = (f"partition.{PARTITION}", f"min.{OFFSET}", f"max.{OFFSET}")
+        if any(c not in actions.column_names for c in columns):  # statistics not kept: let Spark look
+            return None
+        holds = pc.and_(pc.equal(actions[columns[0]], partition),
+                        pc.and_(pc.less_equal(actions[columns[1]], start), pc.greater_equal(actions[columns[2]], start)))
+        paths = actions.filter(pc.fill_null(holds, False))["path"].to_pylist()
+        if not paths:
+            return None
+        path = unquote(paths[0])
+        if "://" in path:  # a file the log names by its full URI (not written here): let Spark read it
+            return None
+        if is_local(self.uri):
+            source = path if path.startswith("/") else os.path.join(self.uri, path)
+            return _record_at(pq.ParquetFile(source), start)
+        from deltalake.fs import DeltaStorageHandler
+        from pyarrow.fs import PyFileSystem
+
+        fs = PyFileSystem(DeltaStorageHandler(self.uri, storage_opts(self.storage_options)))
+        with fs.open_input_file(path) as f:
+            return _record_at(pq.ParquetFile(f), start)
+
     def read(
         self, ranges: Mapping[int, tuple[int, int]] | None = None, *, spark: SparkSession | None = None
     ) -> DataFrame:
@@ -868,3 +907,22 @@ class TopicTable:
                     cond = c if cond is None else cond | c
                 df = df.where(cond)
         return df.select(F.lit(self.name).alias("topic"), *TOPIC_COLUMNS)
+
+
+def _record_at(pf: Any, offset: int) -> dict[str, bytes | None] | None:
+    """Key and value of the record at `offset` in an open Parquet file of a topic, reading the one row
+    group whose statistics hold it (all of them when a writer kept none)."""
+    import pyarrow.compute as pc
+
+    index = pf.schema_arrow.get_field_index(OFFSET)
+    for g in range(pf.metadata.num_row_groups):
+        stats = pf.metadata.row_group(g).column(index).statistics
+        if stats is not None and stats.has_min_max and not stats.min <= offset <= stats.max:
+            continue
+        for batch in pf.iter_batches(batch_size=8192, row_groups=[g], columns=[OFFSET, KEY, VALUE]):
+            at = pc.index(batch.column(OFFSET), offset).as_py()
+            if at >= 0:
+                row = batch.slice(at, 1).to_pylist()[0]
+                return {KEY: row[KEY], VALUE: row[VALUE]}
+    return None
+

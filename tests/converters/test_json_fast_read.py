@@ -401,6 +401,33 @@ def test_the_schema_text_is_the_raw_member_or_unsure(spark):
     df = spark.createDataFrame([(k,) for k in cases], "value binary")
     got = [r[0] for r in df.select(_json_fast_read.schema_text(F.col("value"))).collect()]
     assert got == list(cases.values())
+    # The same Java code on the driver, for the one record a batch is planned by.
+    assert [_json_fast_read.schema_text_of(spark, k) for k in cases] == list(cases.values())
+
+
+def test_the_optimistic_read_plans_by_the_record_it_is_given_or_reads_one(spark, make):
+    """`first` (the runtime's read of one record) gives the schema without a Spark job; a record whose
+    schema only the strict reading knows, or none given, has the converter read one from the batch."""
+    from ingest.api import NOT_READ
+
+    converter = make(KAFKA_CLASS)
+    plain = envelope('{"type":"struct","fields":[{"type":"int32","optional":false,"field":"a"}]}', '{"a":1}')
+    unusual = envelope('{"type":"struct","fields":[{"type":"int32","optional":false,"field":"a"}],"version":1.5}',
+                       '{"a":2}')
+    for records, first in (([plain], plain), ([unusual], unusual), ([plain], NOT_READ)):
+        df = frame(spark, records)
+        pairs = converter.to_connect_optimistic(df, "value", first)
+        assert pairs is not None and [r.value.a for r in pairs[0][1].collect()] == [int(records[0][-3:-2])]
+    # A null record or an empty batch: no optimistic plan (the general reading finds the schemas).
+    assert converter.to_connect_optimistic(frame(spark, [None, plain]), "value", None) is None
+    # The given record's schema is the plan's: another record of the batch declines the plan.
+    from ingest.api import DECLINED
+
+    other = envelope('{"type":"struct","fields":[{"type":"int32","optional":false,"field":"b"}]}', '{"b":1}')
+    pairs = converter.to_connect_optimistic(frame(spark, [plain]), "value", other)
+    assert [f.name for f in pairs[0][0].fields] == ["b"]
+    with pytest.raises(Exception, match=DECLINED):
+        pairs[0][1].collect()
 
 
 @pytest.mark.parametrize("schema", [

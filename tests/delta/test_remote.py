@@ -94,6 +94,10 @@ def test_topic_on_s3(spark, s3_options):
     rows = t.read(spark=spark).collect()
     for p in (0, 1):
         assert sorted(x.offset for x in rows if x.partition == p) == list(range(r.partitions[p].count))
+    # One record read on the driver through the object store, as a sink's converters plan by it.
+    at = {(x.partition, x.offset): (bytes(x.key), bytes(x.value)) for x in rows}
+    first = t.first_record({1: (2, 5), 0: (0, 0)})  # partition 0's range is empty
+    assert (first["key"], first["value"]) == at[(1, 2)]
 
 
 def test_topics_and_maintenance_targets_of_a_remote_lake_are_listed(s3_options):

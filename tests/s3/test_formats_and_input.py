@@ -126,18 +126,27 @@ def test_field_and_time_partitioner(world):
                                    "topics/orders/id=1/day=02/orders+0+0000000001.json"}
 
 
+class _Answers(list):
+    """What JsonConverter.to_connect_optimistic answered, call by call; `firsts`: the record each was given."""
+
+    def __init__(self):
+        super().__init__()
+        self.firsts = []
+
+
 @pytest.fixture
 def reads(monkeypatch):
-    """What JsonConverter.to_connect_optimistic answered, call by call (None: no optimistic pair), with the
-    runtime's memory of declined batches emptied."""
+    """(_Answers, the runtime module), with the runtime's memory of declined batches emptied."""
     import connectors.converters.json_converter as json_converter
+    from ingest.api import NOT_READ
     from ingest.runtime import runner
 
-    answers = []
+    answers = _Answers()
     real = json_converter.JsonConverter.to_connect_optimistic
 
-    def spy(self, df, column):
-        answers.append(real(self, df, column))
+    def spy(self, df, column, first=NOT_READ):
+        answers.firsts.append(first)
+        answers.append(real(self, df, column, first))
         return answers[-1]
 
     monkeypatch.setattr(json_converter.JsonConverter, "to_connect_optimistic", spy)
@@ -151,6 +160,7 @@ def test_a_batch_of_one_schema_is_read_without_a_pass_to_find_its_schemas(world,
     produce([value(i) for i in range(3)])
     worker.run(sink(worker, objects, **{"flush.size": "3"}))
     assert len(answers) == 1 and answers[0] is not None and not runner._DECLINED_READS
+    assert answers.firsts == [value(0)]  # the record the plan is made by, read from the topic's file
     assert files(objects)["topics/orders/partition=0/orders+0+0000000000.json"].decode().splitlines()[2] == (
         '{"id":2,"title":"book 2","ts":null,"gift":null}')
 

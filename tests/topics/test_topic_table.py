@@ -167,6 +167,19 @@ def test_read_ranges(spark, tmp_path):
         t.read({2: (0, 1)})
 
 
+def test_first_record_is_read_from_the_file_holding_it(spark, tmp_path):
+    t = TopicTable(str(tmp_path), "first")
+    t.create(2)
+    t.append(_records(spark, 20, partition=1), app_id="c", version=1)
+    t.append(_records(spark, 20, start=100, partition=1), app_id="c", version=2)
+    # The lowest partition with records in its range; the record at the range's start (offset 25 is the
+    # second append's sixth record, id 105), in the second file.
+    assert t.first_record({1: (25, 40), 0: (3, 3)}) == {"key": b"key-3", "value": b"value-105"}
+    assert [bytes(r.value) for r in t.read({1: (25, 26)}).collect()] == [b"value-105"]
+    assert t.first_record({0: (0, 0)}) is None  # no records asked for
+    assert t.first_record({0: (0, 5)}) is None  # none there: the caller asks Spark, which finds none either
+
+
 def test_headers_timestamps_and_schema_ids(spark, tmp_path):
     t = TopicTable(str(tmp_path), "rich")
     t.create(1)
@@ -252,6 +265,8 @@ def test_end_offsets_of_files_without_statistics(spark, tmp_path):
         partition_by=["partition"],
     )
     assert t.describe().end_offsets == {0: 8}
+    assert t.first_record({0: (6, 8)}) is None  # no statistics name offset 6's file: Spark reads it instead
+    assert t.first_record({0: (4, 8)})["value"] == b"value-4"
     r = t.append(_records(spark, 2, start=100), app_id="c", version=2)
     assert (r.partitions[0].first, r.partitions[0].last) == (8, 9)
 
