@@ -3,7 +3,7 @@ server as JSON, Parquet and raw bytes objects, against a plain Spark job writing
 the same topic table with the same partitioning through s3a, in the same Spark process.
 
     PYTHONPATH=. .venv/bin/python tests/bench/bench_s3.py [--records 500000] [--partitions 2]
-        [--flush-size 50000] [--reps 3]
+        [--flush-size 50000] [--reps 3] [--formats json,parquet,bytes]
 
 It needs hadoop-aws in .jars/bench/ (`bash tests/services/fetch_jars.sh --bench`) and the S3 server named
 by --endpoint, or else by .services/services.env (`make services-up`); it makes a lake in a temporary
@@ -75,7 +75,13 @@ def main() -> None:
                     help="the sink's flush.size and the plain job's maxRecordsPerFile")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--endpoint", help="S3 endpoint URL (default: .services/services.env)")
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    help=f"comma-separated, of {', '.join(FORMATS)} (default: all)")
     args = ap.parse_args()
+    chosen = [f.strip() for f in args.formats.split(",") if f.strip()]
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise SystemExit(f"--formats: unknown {unknown}; choose from {', '.join(FORMATS)}")
     print("command: " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]))
 
     endpoint = args.endpoint or read_env(SERVICES_ENV).get("LAKECONNECT_TEST_S3_ENDPOINT")
@@ -148,14 +154,14 @@ def main() -> None:
             return (time.perf_counter() - t, *done_with(bucket))
 
         t = time.perf_counter()
-        for fmt in FORMATS:  # untimed: code generation, Python workers, first connections
+        for fmt in chosen:  # untimed: code generation, Python workers, first connections
             sink(fmt)
             plain_job(fmt)
         print(f"warm-up (every step once): {time.perf_counter() - t:.1f} s")
-        results: dict[str, dict[str, list]] = {fmt: {"sink": [], "plain": []} for fmt in FORMATS}
+        results: dict[str, dict[str, list]] = {fmt: {"sink": [], "plain": []} for fmt in chosen}
         for rep in range(args.reps):
             line = []
-            for fmt in FORMATS:
+            for fmt in chosen:
                 for side in (("sink", "plain") if rep % 2 == 0 else ("plain", "sink")):
                     r = (sink if side == "sink" else plain_job)(fmt)
                     results[fmt][side].append(r)
@@ -174,7 +180,8 @@ def main() -> None:
         print(f"summary (records: {args.records:,}, partitions: {args.partitions}, flush.size {args.flush_size}, "
               f"reps: {args.reps}, cores: {os.cpu_count()}, parallelism: {cores}, load average at the end "
               f"{os.getloadavg()[0]:.1f}; ratios are the sink's records/s over the plain job's, medians)")
-        for fmt, (_, format_class, writer) in FORMATS.items():
+        for fmt in chosen:
+            _, format_class, writer = FORMATS[fmt]
             sink_s = statistics.median(r[0] for r in results[fmt]["sink"])
             plain_s = statistics.median(r[0] for r in results[fmt]["plain"])
             goal = "" if fmt == "bytes" else f"; goal >= 0.8x: {'met' if plain_s / sink_s >= 0.8 else 'NOT met'}"
