@@ -1,7 +1,7 @@
 """Benchmark of the JDBC source connector on MariaDB (not a test): a bulk copy against a plain Spark JDBC
 read of the same table, an incremental poll after new rows arrive, and driver memory as the data grows.
 
-    .venv/bin/python tests/bench/bench_jdbc.py [--rows 1000000] [--reps 2] [--new 10000] [--grow 0]
+    .venv/bin/python tests/bench/bench_jdbc.py [--rows 1000000] [--reps 2] [--new 10000] [--grow 0] [--kafka]
 
 It creates its own database (`lc_bench_<random>`) on the MariaDB named by --mariadb-url/--jdbc-url, or
 else by .services/services.env (`make services-up`), seeds a table of --rows rows (BIGINT AUTO_INCREMENT
@@ -17,6 +17,10 @@ the end. In one Spark process it prints:
 - incremental: a `mode=incrementing` connector's first batch (the whole table), then the batch that
   picks up --new inserted rows, end to end (plan, read, convert, write, commit; goal < 10 s), then a
   batch that finds nothing new;
+- with --kafka: the topics on the Kafka broker (idempotent producer, --topic-partitions partitions), and
+  the baseline Spark's JDBC reader into Spark's Kafka writer (each row `to_json`, no key, no schema
+  envelope: what a Spark user would write; the connector's JsonConverter values carry their schema, so
+  they are larger). Topics it makes are deleted at the end;
 - memory: the driver's Python RSS and the JVM's heap in use after a full GC (in local mode the JVM is
   the executor too), and the heap's peak during the batch (the sum of the heap pools' peaks), after a
   bulk batch of the small table and after one of the big table (and of a table --grow times larger, if
@@ -148,6 +152,9 @@ def main() -> None:
     ap.add_argument("--grow", type=int, default=0, help="also copy a table this many times larger (0 = skip)")
     ap.add_argument("--topic-partitions", type=int, default=1,
                     help="topic.creation.default.partitions of the connectors (1 is the connector's default)")
+    ap.add_argument("--kafka", action="store_true",
+                    help="topics on the Kafka broker of .services/services.env (idempotent producer), and a "
+                         "baseline of Spark's JDBC reader into Spark's Kafka writer (needs .jars/bench/)")
     ap.add_argument("--mariadb-url", help="SQLAlchemy URL of the server (default: .services/services.env)")
     ap.add_argument("--jdbc-url", help="JDBC URL of the same server (default: .services/services.env)")
     args = ap.parse_args()
@@ -171,6 +178,7 @@ def main() -> None:
         conn.exec_driver_sql(f"CREATE DATABASE `{database}`")
     engine = sa.create_engine(sa.engine.make_url(admin_url).set(database=database))
     figures: dict[str, str] = {}
+    topics = None  # the broker's bench topics (--kafka), deleted at the end
     try:
         print(f"database: {jdbc_url}")
         with engine.begin() as conn:
@@ -180,8 +188,19 @@ def main() -> None:
         seed(engine, SMALL_TABLE, args.small_rows)
         print(f"seeded {args.rows:,} + {args.small_rows:,} rows in {took:.1f} s (+ the small table)")
 
+        backend: dict[str, str] = {}
+        if args.kafka:
+            from tests.bench.bench_kafka import Topics
+            from tests.bench.spark_baseline import bench_jars
+
+            bootstrap = env.get("LAKECONNECT_TEST_KAFKA_BOOTSTRAP")
+            if not bootstrap:
+                raise SystemExit(f"--kafka: no broker in {SERVICES_ENV}; start the services (make services-up)")
+            backend = {"topic.backend": "kafka", "kafka.bootstrap.servers": bootstrap,
+                       "exactly.once.source.support": "disabled", "spark.jars": ",".join(bench_jars())}
+            topics = Topics(bootstrap, args.topic_partitions)
         worker = Worker(load_worker(None, {"lake.root": str(tmp / "lake"), "spark.master": "local[*]",
-                                           "spark.driver.memory": "2g"}))
+                                           "spark.driver.memory": "2g", **backend}))
         t = time.perf_counter()
         spark = worker.spark()
         spark.range(1).count()
@@ -200,6 +219,8 @@ def main() -> None:
                 "value.converter": "org.apache.kafka.connect.json.JsonConverter",
                 "value.converter.schemas.enable": "true",
                 "topic.creation.default.partitions": str(args.topic_partitions), **extra})
+            if topics is not None:
+                topics.made.append(f"{name}-{table}")
             return name, *run_batch(name)
 
         def run_batch(name: str):
@@ -227,14 +248,27 @@ def main() -> None:
             lower, upper = conn.exec_driver_sql(f"SELECT MIN(id), MAX(id) FROM `{TABLE}`").first()
 
         def baseline(rep: int) -> float:
+            topic = topics.create("jdbc") if topics is not None else None  # made before the clock starts
             t = time.perf_counter()
-            (spark.read.format("jdbc").option("url", url.spark_url()).option("driver", url.dialect.spark_driver)
-             .option("dbtable", f"`{TABLE}`").option("user", "root")
-             .option("partitionColumn", "id").option("lowerBound", str(lower)).option("upperBound", str(upper))
-             .option("numPartitions", str(parallelism))
-             .option("sessionInitStatement", "SET time_zone = '+00:00'")
-             .load().write.mode("overwrite").parquet(str(tmp / f"baseline-{rep}")))
-            return time.perf_counter() - t
+            rows = (spark.read.format("jdbc").option("url", url.spark_url()).option("driver", url.dialect.spark_driver)
+                    .option("dbtable", f"`{TABLE}`").option("user", "root")
+                    .option("partitionColumn", "id").option("lowerBound", str(lower)).option("upperBound", str(upper))
+                    .option("numPartitions", str(parallelism))
+                    .option("sessionInitStatement", "SET time_zone = '+00:00'")
+                    .load())
+            if topic is None:
+                rows.write.mode("overwrite").parquet(str(tmp / f"baseline-{rep}"))
+            else:  # what a Spark user writes: each row as JSON (no schema envelope), no key
+                from pyspark.sql import functions as F
+
+                from tests.bench.spark_baseline import kafka_write
+
+                kafka_write(rows.select(F.lit(None).cast("binary").alias("key"),
+                                        F.to_json(F.struct(*rows.columns)).alias("value")), topics.bootstrap, topic)
+            took = time.perf_counter() - t
+            if topic is not None:
+                topics.delete([topic])
+            return took
 
         # b. lakeconnect: a bulk connector, a fresh one (and topic) each time, so each batch is a full copy.
         # One connector: bulk mode copies the whole table in every poll (here every batch: poll.interval.ms 1).
@@ -265,7 +299,7 @@ def main() -> None:
             print(f"  rep {rep + 1}: baseline {base_times[-1]:.2f} s, bulk {took:.2f} s  steps (ms) {json.dumps(steps)}")
         base_best, bulk_best = min(base_times), min(bulk_times)
         base_med, bulk_med = statistics.median(base_times), statistics.median(bulk_times)
-        figures["baseline (Spark JDBC -> Parquet)"] = (f"best {base_best:.2f} s = {args.rows / base_best:,.0f} rows/s, "
+        figures["baseline (Spark JDBC -> Kafka writer)" if args.kafka else "baseline (Spark JDBC -> Parquet)"] = (f"best {base_best:.2f} s = {args.rows / base_best:,.0f} rows/s, "
                                                        f"median {base_med:.2f} s = {args.rows / base_med:,.0f} rows/s")
         figures["lakeconnect bulk batch"] = (f"best {bulk_best:.2f} s = {args.rows / bulk_best:,.0f} records/s, "
                                              f"median {bulk_med:.2f} s = {args.rows / bulk_med:,.0f} records/s")
@@ -310,6 +344,8 @@ def main() -> None:
         for key, value in figures.items():
             print(f"  {key}: {value}")
     finally:
+        if topics is not None:
+            topics.close()
         engine.dispose()
         with admin.begin() as conn:
             conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{database}`")

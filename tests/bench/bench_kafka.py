@@ -89,6 +89,7 @@ class Topics:
 
         from ingest.topics.kafka import KafkaClients
 
+        self.bootstrap = bootstrap
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
         self.clients = KafkaClients.from_configs({"kafka.bootstrap.servers": bootstrap})
         self.partitions = partitions
