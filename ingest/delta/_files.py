@@ -154,17 +154,21 @@ def _split_by_partition(batch: pa.RecordBatch, partition_by: tuple[str, ...]) ->
         return
     order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_end") for c in partition_by])
     table = table.take(order)
-    # Single-threaded group_by lists groups in order of first appearance: the sorted runs' order.
-    counts = table.select(list(partition_by)).group_by(list(partition_by), use_threads=False).aggregate([([], "count_all")])
-    start = 0
-    for n in counts.column("count_all").to_pylist():
-        run = table.slice(start, n)
-        key = tuple(run.column(c)[0].as_py() for c in partition_by)
-        last = tuple(run.column(c)[n - 1].as_py() for c in partition_by)
-        if key != last:  # never expected: the runs and the group counts disagree
-            raise RuntimeError(f"partition split failed: run starts at {key} and ends at {last}")
-        yield key, run
-        start += n
+    # Runs end where any key column changes from one row to the next (a null and a value differ). A
+    # group_by's counts, taken in order of first appearance, did not always follow the sorted runs with
+    # two or more columns.
+    n = table.num_rows
+    change = None
+    for c in partition_by:
+        column = table.column(c).combine_chunks()
+        before, after = column.slice(0, n - 1), column.slice(1)
+        differs = pc.or_(pc.fill_null(pc.not_equal(before, after), False),
+                         pc.xor(pc.is_null(before), pc.is_null(after)))
+        change = differs if change is None else pc.or_(change, differs)
+    bounds = [0, *(i + 1 for i in pc.indices_nonzero(change).to_pylist()), n]
+    for start, end in zip(bounds, bounds[1:]):
+        run = table.slice(start, end - start)
+        yield tuple(run.column(c)[0].as_py() for c in partition_by), run
 
 
 # --- statistics ----------------------------------------------------------------------------------
