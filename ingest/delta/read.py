@@ -26,7 +26,7 @@ from ingest.errors import StateError
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 # Up to this many partition-value combinations, one scan per combination with the values as
 # literals; beyond it, one scan joined to a small (file -> values) table.
@@ -144,10 +144,24 @@ def read_table(
             *[F.col(f"`{c}`") for c in wanted])
 
     types = {f.name: f.dataType for f in schema.fields}
+    data_cols = [F.col(f"`{f.name}`") for f in data_schema.fields]
+    depths = _partition_directories(uri, files, partition_cols, types)
+    if depths is not None:
+        # One scan, each file's partition values taken from its path (a constant of the file's batches), where
+        # a scan per value, unioned, made a plan that grew with the values. Spark's own partition discovery
+        # refuses the writers' layout (`w-<writer>/partition=<p>/`: several roots).
+        file_path = F.col("_metadata.file_path")
+
+        def value(c: str) -> Column:
+            directory = F.substring_index(F.substring_index(file_path, "/", -(depths[c] + 2)), "/", 1)
+            return F.substring(directory, len(c) + 2, 1 << 16).cast(types[c]).alias(c)
+
+        scan = reader.parquet(*[p for p, _ in files])
+        return scan.select(*data_cols, *[value(c) for c in partition_cols], *name_col).select(
+            *[F.col(f"`{c}`") for c in wanted])
     groups: dict[tuple, list[str]] = defaultdict(list)
     for path, values in files:
         groups[tuple(values.get(c) for c in partition_cols)].append(path)
-    data_cols = [F.col(f"`{f.name}`") for f in data_schema.fields]
     if len(groups) <= UNION_LIMIT or not _names_unique_and_plain(files):
         scans = [
             reader.parquet(*paths).select(
@@ -159,6 +173,36 @@ def read_table(
     else:
         df = _joined_scan(spark, reader, files, partition_cols, types, file_column)
     return df.select(*[F.col(f"`{c}`") for c in wanted])
+
+
+def _partition_directories(uri: str, files: list[tuple[str, dict[str, Any]]], partition_cols: list[str],
+                           types: Mapping[str, Any]) -> dict[str, int] | None:
+    """Where every file's path names its partition values, the depth of each column's `col=value` directory
+    above the file (0: the file's own directory), the same for every file; else None. Integer columns only
+    (their text needs no escaping and reads back exactly), no nulls: the layout of the writers here
+    (Spark's and delta-rs's), checked against the log's values for each file."""
+    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
+
+    if not all(isinstance(types[c], (ByteType, ShortType, IntegerType, LongType)) for c in partition_cols):
+        return None
+    prefix = f"{uri}/"
+    depths: dict[str, int] | None = None
+    for path, values in files:
+        if not path.startswith(prefix) or any(values.get(c) is None for c in partition_cols):
+            return None
+        found: dict[str, tuple[int, str]] = {}
+        for depth, directory in enumerate(reversed(path[len(prefix):].split("/")[:-1])):
+            name, eq, text = directory.partition("=")
+            if eq and name in partition_cols and name not in found:
+                found[name] = (depth, text)
+        if {c: t for c, (_, t) in found.items()} != {c: str(int(values[c])) for c in partition_cols}:
+            return None
+        these = {c: d for c, (d, _) in found.items()}
+        if depths is None:
+            depths = these
+        elif these != depths:
+            return None
+    return depths
 
 
 def _remote_scan(spark, uri, schema, files, storage_options, file_column=None) -> DataFrame:

@@ -10,6 +10,7 @@ import os
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from pyspark.sql import types as T
 
 import ingest.delta.write as write_mod
 from ingest.delta import read_table
@@ -147,6 +148,36 @@ def test_partitioned_table_with_awkward_values(spark, tmp_path, write, engine):
     assert sorted(row.id for row in pruned.collect()) == [4, 5]
 
 
+def test_integer_partitions_are_read_by_one_scan_from_the_files_directories(spark, tmp_path, monkeypatch, write):
+    """Integer partition values named by the files' directories: one scan, each file's values from its path;
+    a file whose directory disagrees with the log (or names no value) has the log's values read instead."""
+    import ingest.delta.read as read_mod
+
+    uri = str(tmp_path / "t")
+    df = spark.range(0, 200, 1, 2).selectExpr("id", "cast(id % 20 as int) as p", "id * 2 as v", "id % 3 as q")
+    write(df, uri, app_id="app", version=1, partition_by=["p", "q"])
+    expected = sorted((r.id, r.p, r.v, r.q) for r in df.collect())
+
+    def read(**kw):
+        out = read_table(spark, uri, **kw)
+        return out._jdf.queryExecution().executedPlan().toString(), sorted((r.id, r.p, r.v, r.q) for r in out.collect())
+
+    plan, rows = read()
+    assert "Union" not in plan and "Join" not in plan and plan.count("FileScan") == 1 and rows == expected
+    _, rows = read(partition_filters=[("p", "in", [3, 4])])
+    assert rows == [r for r in expected if r[1] in (3, 4)]
+    files = read_mod.active_files(DeltaTable(uri), uri)
+    types = {"p": T.IntegerType(), "q": T.LongType()}
+    assert read_mod._partition_directories(uri, files, ["p", "q"], types) == {"p": 1, "q": 0}
+    moved = [(path, {**values, "p": values["p"] + 1}) if i == 0 else (path, values)
+             for i, (path, values) in enumerate(files)]
+    assert read_mod._partition_directories(uri, moved, ["p", "q"], types) is None
+    assert read_mod._partition_directories(uri, files, ["p", "q"], {**types, "q": T.StringType()}) is None
+    monkeypatch.setattr(read_mod, "_partition_directories", lambda *a: None)
+    plan, rows = read()
+    assert "Union" in plan and rows == expected
+
+
 def test_many_partitions_read_by_file_join(spark, tmp_path, monkeypatch, write):
     import ingest.delta.read as read_mod
 
@@ -154,6 +185,7 @@ def test_many_partitions_read_by_file_join(spark, tmp_path, monkeypatch, write):
     df = spark.range(0, 200, 1, 2).selectExpr("id", "cast(id % 20 as int) as p", "id * 2 as v")
     write(df, uri, app_id="app", version=1, partition_by=["p"])
     expected = sorted((r.id, r.p, r.v) for r in df.collect())
+    monkeypatch.setattr(read_mod, "_partition_directories", lambda *a: None)  # values as a log-only table has them
     union = sorted((r.id, r.p, r.v) for r in read_table(spark, uri).collect())
     monkeypatch.setattr(read_mod, "UNION_LIMIT", 0)
     joined_df = read_table(spark, uri)
