@@ -257,8 +257,8 @@ class Converter(Plugin):
         the batch again with `to_connect`, having committed nothing.
 
         `first`: the bytes of `column` in one record of the batch (None for a null or an empty batch), read
-        by the runtime from the consumed records in one small query for both converters; not a checked
-        record (a bad one fails in the batch's query). NOT_READ: the converter reads one if it needs one."""
+        by the runtime from the topic's file or in one small query for both converters; not a checked record
+        (a bad one fails in the batch's query). NOT_READ: the converter reads one if it needs one."""
         return None
 
     def from_connect_optimistic(self, df: Any, column: str, schema: Any) -> Any:

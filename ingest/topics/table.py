@@ -863,15 +863,20 @@ class TopicTable:
         path = unquote(paths[0])
         if "://" in path:  # a file the log names by its full URI (not written here): let Spark read it
             return None
-        if is_local(self.uri):
-            source = path if path.startswith("/") else os.path.join(self.uri, path)
-            return _record_at(pq.ParquetFile(source), start)
-        from deltalake.fs import DeltaStorageHandler
-        from pyarrow.fs import PyFileSystem
+        try:
+            if is_local(self.uri):
+                source = path if path.startswith("/") else os.path.join(self.uri, path)
+                return _record_at(pq.ParquetFile(source), start)
+            from deltalake.fs import DeltaStorageHandler
+            from pyarrow.fs import PyFileSystem
 
-        fs = PyFileSystem(DeltaStorageHandler(self.uri, storage_opts(self.storage_options)))
-        with fs.open_input_file(path) as f:
-            return _record_at(pq.ParquetFile(f), start)
+            fs = PyFileSystem(DeltaStorageHandler(self.uri, storage_opts(self.storage_options)))
+            with fs.open_input_file(path) as f:
+                return _record_at(pq.ParquetFile(f), start)
+        except (OSError, pa.ArrowException) as e:  # Spark's read of the batch says what is wrong, if anything
+            log.debug("topic '%s': first record not read from %s (%s); Spark reads it", self.name, path,
+                      first_line(e))
+            return None
 
     def read(
         self, ranges: Mapping[int, tuple[int, int]] | None = None, *, spark: SparkSession | None = None

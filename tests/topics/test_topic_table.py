@@ -178,6 +178,12 @@ def test_first_record_is_read_from_the_file_holding_it(spark, tmp_path):
     assert [bytes(r.value) for r in t.read({1: (25, 26)}).collect()] == [b"value-105"]
     assert t.first_record({0: (0, 0)}) is None  # no records asked for
     assert t.first_record({0: (0, 5)}) is None  # none there: the caller asks Spark, which finds none either
+    import glob
+    import os
+
+    for f in glob.glob(f"{t.uri}/**/*.parquet", recursive=True):  # unreadable files: Spark's read will say so
+        os.truncate(f, 10)
+    assert t.first_record({1: (25, 40)}) is None
 
 
 def test_headers_timestamps_and_schema_ids(spark, tmp_path):
