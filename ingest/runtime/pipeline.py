@@ -182,12 +182,16 @@ class Pipeline:
         return batches, failed
 
 
+    def plans_by_first_record(self) -> list[str]:
+        """The columns (key, value) whose converter plans an optimistic read by one record of the batch."""
+        return [column for column, converter in ((KEY, self.key_converter), (VALUE, self.value_converter))
+                if type(converter).to_connect_optimistic is not Converter.to_connect_optimistic]
+
     def _first_record(self, df: DataFrame) -> dict[str, Any]:
         """The key and value bytes of one consumed record, for the converters' optimistic plans, read from
         the batch as consumed: a query of a few rows, where the converters' checked frame would be a plan
         of every check to optimise (0.4 s of a 300,000-record batch). Only for converters that use it."""
-        wanted = [column for column, converter in ((KEY, self.key_converter), (VALUE, self.value_converter))
-                  if type(converter).to_connect_optimistic is not Converter.to_connect_optimistic]
+        wanted = self.plans_by_first_record()
         if not wanted:
             return {}
         rows = df.select(*wanted).limit(1).collect()

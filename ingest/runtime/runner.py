@@ -468,7 +468,7 @@ class BatchRunner:
         first_topic = min(r.topic for r in ranges)
         reader = getattr(self._topic(first_topic), "first_record", None)
         first = (reader({r.partition: (r.start, r.end) for r in ranges if r.topic == first_topic})
-                 if optimistic and reader is not None else None)
+                 if optimistic and reader is not None and self.pipeline.plans_by_first_record() else None)
         good: list[RecordBatch] = []
         guarded: list[DataFrame] = []
         failed: list[DataFrame] = []

@@ -165,6 +165,19 @@ def test_a_batch_of_one_schema_is_read_without_a_pass_to_find_its_schemas(world,
         '{"id":2,"title":"book 2","ts":null,"gift":null}')
 
 
+def test_no_record_is_read_first_when_no_converter_plans_by_one(world, monkeypatch):
+    worker, objects, produce = world
+    produce([value(i) for i in range(2)])
+
+    def refuse(self, ranges):
+        raise AssertionError("first_record read for converters that do not use it")
+
+    monkeypatch.setattr(TopicTable, "first_record", refuse)
+    worker.run(sink(worker, objects, **{"value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+                                        "format.class": "ByteArrayFormat"}))
+    assert len(files(objects)) == 1
+
+
 def test_a_batch_whose_schema_changes_is_read_again_and_written_as_by_the_general_reading(world, reads):
     worker, objects, produce = world
     answers, runner = reads
