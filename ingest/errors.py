@@ -33,19 +33,23 @@ class ConfigError(LakeConnectError):
 
     exit_code = 2
 
-    def __init__(self, problems: list[Problem] | str, *, source: str | None = None):
+    def __init__(self, problems: list[Problem] | str, *, source: str | None = None,
+                 warnings: list[Problem] | tuple[Problem, ...] = ()):
         if isinstance(problems, str):
             problems = [Problem(None, problems)]
         self.problems = list(problems)
         self.source = source
+        self.warnings = list(warnings)  # what would only have been warned of (keys nobody declares)
         super().__init__(self.render())
 
     def render(self) -> str:
         where = f" in {self.source}" if self.source else ""
         if len(self.problems) == 1:
-            return f"invalid configuration{where}: {self.problems[0]}"
-        lines = [f"invalid configuration{where}: {len(self.problems)} problems"]
-        lines += [f"  - {p}" for p in self.problems]
+            lines = [f"invalid configuration{where}: {self.problems[0]}"]
+        else:
+            lines = [f"invalid configuration{where}: {len(self.problems)} problems"]
+            lines += [f"  - {p}" for p in self.problems]
+        lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 

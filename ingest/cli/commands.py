@@ -132,6 +132,8 @@ def cmd_validate(args) -> int:
     worker = worker_for(args)
     setup = worker.validate(raw, source=args.file)
     print(f"{args.file}: configuration of connector '{name}' is valid")
+    for warning in setup.warnings:
+        print(f"{args.file}: warning: {warning}")
     for warning in setup.connector().warnings():
         print(f"{args.file}: warning: {warning}")
     return 0

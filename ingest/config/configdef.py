@@ -332,10 +332,17 @@ class ConfigDef:
                     problems.append(Problem(name, self._unknown_message(name)))
         return values, problems
 
-    def _unknown_message(self, name: str) -> str:
+    def unused(self, raw: Mapping[str, Any]) -> list[Problem]:
+        """Keys of `raw` that this definition neither declares nor accepts by prefix, as warnings. Kafka
+        Connect accepts such keys and logs them as unused (teams keep owners and ticket ids in connector
+        configs); a likely typo names the declared key it resembles."""
+        return [Problem(name, self._unknown_message(name, "not a known configuration key, ignored"))
+                for name in raw if isinstance(name, str) and not self.accepts(name)]
+
+    def _unknown_message(self, name: str, text: str = "unknown configuration key") -> str:
         close = difflib.get_close_matches(name, list(self._keys), n=1, cutoff=0.75)
         hint = f"; did you mean '{close[0]}'?" if close else ""
-        return f"unknown configuration key{hint}"
+        return f"{text}{hint}"
 
     def parse(self, raw: Mapping[str, Any], *, source: str | None = None, strict: bool = True) -> Config:
         values, problems = self.validate(raw, strict=strict)

@@ -179,6 +179,8 @@ class ConnectorSetup:
     header_converter: ConfiguredPlugin
     transforms: list[tuple[str, ConfiguredPlugin, str | None, bool]] = field(default_factory=list)
     predicates: dict[str, ConfiguredPlugin] = field(default_factory=dict)
+    # Keys nothing declares: accepted and ignored, as Kafka Connect does, and shown as warnings.
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -248,8 +250,9 @@ def validate_connector(
     definition = common_config_def(kind)
     if info is not None:
         definition = definition.merge(info.cls.config_def())
-    typed, key_problems = definition.validate(values, strict=info is not None)
+    typed, key_problems = definition.validate(values, strict=False)
     problems += key_problems
+    warnings = definition.unused(values) if info is not None else []
     config = Config(definition, typed, values)
 
     if kind == "sink" and not key_problems:
@@ -275,12 +278,12 @@ def validate_connector(
 
     predicates: dict[str, ConfiguredPlugin] = {}
     for label in typed.get(PREDICATES) or []:
-        p = _configure_labelled(registry, PluginKind.PREDICATE, "predicates", label, values, problems)
+        p = _configure_labelled(registry, PluginKind.PREDICATE, "predicates", label, values, problems, warnings)
         if p is not None:
             predicates[label] = p
     transforms = []
     for label in typed.get(TRANSFORMS) or []:
-        t = _configure_labelled(registry, PluginKind.TRANSFORM, "transforms", label, values, problems,
+        t = _configure_labelled(registry, PluginKind.TRANSFORM, "transforms", label, values, problems, warnings,
                                 reserved=("predicate", "negate"))
         pred = values.get(f"transforms.{label}.predicate")
         negate = str(values.get(f"transforms.{label}.negate", "false")).strip().lower()
@@ -310,32 +313,37 @@ def validate_connector(
             key, _, rest = message.partition(": ")
             problems.append(Problem(key, rest) if rest and key in definition else Problem(None, message))
     if problems:
-        raise ConfigError(problems, source=source)
+        raise ConfigError(problems, source=source, warnings=warnings)
     return ConnectorSetup(
         name=typed[NAME], info=info, config=config, raw=dict(raw),
         key_converter=converters[KEY_CONVERTER], value_converter=converters[VALUE_CONVERTER],
         header_converter=converters[HEADER_CONVERTER], transforms=transforms, predicates=predicates,
+        warnings=warnings,
     )
 
 
 def _configure(registry: Registry, kind: PluginKind, name: str, key: str, settings: dict[str, str],
-               problems: list[Problem], prefix: str | None = None) -> ConfiguredPlugin | None:
-    # Kafka's converters ignore settings they do not know (the book sets schemas.enable on a
-    # ByteArrayConverter); transforms and predicates are checked strictly.
-    strict = kind is not PluginKind.CONVERTER
+               problems: list[Problem], prefix: str | None = None,
+               warnings: list[Problem] | None = None) -> ConfiguredPlugin | None:
+    # Kafka ignores settings a plugin does not declare. Converters' are dropped silently (the book sets
+    # schemas.enable on a ByteArrayConverter); a transform's or predicate's become warnings.
     prefix = prefix or key
     try:
         info = registry.get(kind, name, key=key)
     except ConfigError as e:
         problems += e.problems
         return None
-    typed, ps = info.cls.config_def().validate(settings, strict=strict)
+    definition = info.cls.config_def()
+    typed, ps = definition.validate(settings, strict=False)
     problems += [Problem(f"{prefix}.{p.key}" if p.key else key, p.message) for p in ps]
-    return ConfiguredPlugin(info, settings, Config(info.cls.config_def(), typed, settings))
+    if warnings is not None:
+        warnings += [Problem(f"{prefix}.{p.key}", p.message) for p in definition.unused(settings)]
+    return ConfiguredPlugin(info, settings, Config(definition, typed, settings))
 
 
 def _configure_labelled(registry: Registry, kind: PluginKind, group: str, label: str, values: Mapping[str, str],
-                        problems: list[Problem], reserved: tuple[str, ...] = ()) -> ConfiguredPlugin | None:
+                        problems: list[Problem], warnings: list[Problem],
+                        reserved: tuple[str, ...] = ()) -> ConfiguredPlugin | None:
     if not re.fullmatch(r"[^.\s]+", label):
         problems.append(Problem(group, f"invalid alias '{label}'"))
         return None
@@ -345,7 +353,8 @@ def _configure_labelled(registry: Registry, kind: PluginKind, group: str, label:
         return None
     settings = {k: v for k, v in _plugin_settings(values, f"{group}.{label}.").items()
                 if k != "type" and k not in reserved}
-    return _configure(registry, kind, values[type_key], type_key, settings, problems, prefix=f"{group}.{label}")
+    return _configure(registry, kind, values[type_key], type_key, settings, problems, prefix=f"{group}.{label}",
+                      warnings=warnings)
 
 
 def _fullmatch(pattern: str, text: str) -> bool:

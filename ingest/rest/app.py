@@ -168,10 +168,10 @@ class ConnectApi:
         raw[CONNECTOR_CLASS] = raw.get(CONNECTOR_CLASS) or plugin
         _register_secrets(raw, self._definition(info))
         try:
-            self.worker.validate(raw)
-            problems = []
+            setup = self.worker.validate(raw)
+            problems, warnings = [], setup.warnings
         except ConfigError as e:
-            problems = e.problems
+            problems, warnings = e.problems, e.warnings
         definition = self._definition(info)
         errors: dict[str, list[str]] = {}
         for p in problems:  # a problem of the whole config is shown on connector.class, as Kafka does
@@ -181,8 +181,10 @@ class ConnectApi:
         configs = [{"definition": _key_info(k), "value": _value_info(k, raw, errors.get(k.name, []), definition)}
                    for k in keys]
         groups = list(dict.fromkeys(k.group for k in keys if k.group))
+        # Beyond Kafka's response: keys nothing declares, accepted and ignored as Kafka Connect does.
+        unused = [{"name": w.key, "message": secrets.scrub(w.message)} for w in warnings]
         return Response(200, {"name": info.class_name, "error_count": sum(len(v) for v in errors.values()),
-                              "groups": groups, "configs": configs})
+                              "groups": groups, "configs": configs, "warnings": unused})
 
     # --- connectors --------------------------------------------------------------------------------
 

@@ -71,13 +71,13 @@ class Worker:
         if self.stores.configs.get(name) is not None:
             raise ConfigError([Problem("name", f"connector '{name}' already exists; use `connectors update`")],
                               source=source)
-        self.validate(raw, source=source)
+        _warn_unused(name, self.validate(raw, source=source))
         version = self.stores.configs.put(name, raw, RUNNING)
         self.stores.status.set(name, CONNECTOR_TASK, UNASSIGNED, worker_id=self.worker_id)
         return version
 
     def update(self, name: str, raw: Mapping[str, str], *, source: str | None = None) -> int:
-        self.validate(raw, source=source)
+        _warn_unused(name, self.validate(raw, source=source))
         return self.stores.configs.put(name, raw)
 
     def delete(self, name: str) -> None:
@@ -227,6 +227,7 @@ class Worker:
         raw = found["config"]
         setup = self.validate(raw, source=f"connector '{name}'")
         secrets.register_config(setup.config, raw)
+        _warn_unused(name, setup)
         connector = setup.connector()
         try:
             task_configs = connector.task_configs(setup.config[TASKS_MAX])[: setup.config[TASKS_MAX]]
@@ -303,3 +304,9 @@ def _typed(setup: ConnectorSetup, overrides: Mapping[str, str]) -> dict[str, Any
     if problems:
         raise ConfigError(problems, source=f"task config of connector '{setup.name}'")
     return {k: typed[k] for k in overrides if k in typed}
+
+
+def _warn_unused(name: str, setup: ConnectorSetup) -> None:
+    """Kafka Connect's "supplied but isn't a known config", for each key nothing declares."""
+    for warning in setup.warnings:
+        log.warning(f"[{name}] {warning}")

@@ -33,7 +33,8 @@ def test_every_problem_at_once(tmp_path, worker_file, lake):
               "key.converter": "org.apache.kafka.connect.json.JsonConverter"}
     r = cli("validate", _file(tmp_path, json.dumps(config)), worker=worker_file)
     _check(r, "tasks.max: expected an integer, got 'two'", "file: missing required configuration",
-           "fiel: unknown configuration key; did you mean 'file'?", "transforms.route.regex: invalid regular expression",
+           "warning: fiel: not a known configuration key, ignored; did you mean 'file'?",
+           "transforms.route.regex: invalid regular expression",
            "transforms.nolabel.type: missing required configuration",
            "value.converter: unknown converter 'com.example.NoSuchConverter'",
            "key.converter.schemas.enable: expected a boolean")
