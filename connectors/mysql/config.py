@@ -43,6 +43,8 @@ SCHEMA_HISTORY_PREFIX = "schema.history.internal."
 TRUNCATE_PREFIX = "column.truncate.to."
 MASK_PREFIX = "column.mask.with."
 HASH_PREFIX = "column.mask.hash."
+SKIPPED_OPERATIONS = "skipped.operations"
+SELECT_OVERRIDES_PREFIX = "snapshot.select.statement.overrides."
 PARALLEL_DECODE = "lakeconnect.binlog.parallel.decode"
 CHUNKS_PER_BATCH = "lakeconnect.incremental.snapshot.chunks.per.batch"
 
@@ -61,7 +63,7 @@ SYSTEM_DATABASES = ("mysql", "sys", "performance_schema", "information_schema")
 
 
 def mysql_config_def() -> ConfigDef:
-    return (
+    d = (
         ConfigDef()
         .define(HOSTNAME, Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
                 doc="IP address or hostname of the MySQL or MariaDB server.", group="Connection")
@@ -79,10 +81,6 @@ def mysql_config_def() -> ConfigDef:
         .define(TOPIC_PREFIX, Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
                 doc="Logical name of the server: prefix of every topic and the source partition. Never change "
                     "it once the connector has run.", group="Connection")
-        .define(SSL_MODE, Type.STRING, "preferred", ValidString.of("disabled", "preferred"), Importance.MEDIUM,
-                doc="Debezium's TLS mode, accepted so its connector JSON runs unchanged. Connections are never "
-                    "encrypted: 'preferred' (Debezium's default: TLS when the server offers it) connects as "
-                    "'disabled' does, and the modes that require TLS are refused.", group="Connection")
         .define(CONNECT_TIMEOUT_MS, Type.LONG, 30000, Range.at_least(1), Importance.LOW,
                 doc="How long to wait for a connection to the server.", group="Connection")
         .define(DATABASE_INCLUDE, Type.LIST, [], importance=Importance.HIGH,
@@ -133,11 +131,101 @@ def mysql_config_def() -> ConfigDef:
         .define(CHUNKS_PER_BATCH, Type.INT, 16, Range.at_least(1), Importance.LOW,
                 doc="Incremental snapshot chunks (of incremental.snapshot.chunk.size rows each) one batch reads, "
                     "in parallel Spark tasks.", group="Snapshot")
+        .define(SKIPPED_OPERATIONS, Type.LIST, ["t"], importance=Importance.LOW,
+                doc="Operations whose change events are not written: c (create), u (update), d (delete, with "
+                    "its tombstone), t (truncate), or none. As Debezium, a key change's delete and create are "
+                    "each skipped by their own letter.", group="Events")
         .allow_prefix(SCHEMA_HISTORY_PREFIX)
         .allow_prefix(TRUNCATE_PREFIX)
         .allow_prefix(MASK_PREFIX)
         .allow_prefix(HASH_PREFIX)
+        .allow_prefix(SELECT_OVERRIDES_PREFIX)
     )
+    for key, type_, default, values, supported, doc in _DEBEZIUM_KEYS:
+        validator = ValidString.of(*values, case_insensitive=True) if values else None
+        d.define(key, type_, default, validator, Importance.LOW, doc + _supported_doc(default, supported),
+                 group="Debezium")
+    for key, type_, default, doc in _NO_EFFECT_KEYS:
+        d.define(key, type_, default, importance=Importance.LOW, group="Debezium",
+                 doc=f"{doc} Accepted so Debezium's connector JSON runs unchanged; no effect on batches.")
+    return d
+
+
+def _supported_doc(default: Any, supported: tuple) -> str:
+    if supported == (default,):
+        return " Only Debezium's default is implemented; another value is refused."
+    return f" Implemented: {', '.join(map(str, supported))}; another value is refused."
+
+
+# Debezium's keys whose values change what is captured or how it is shaped: (key, type, Debezium's default,
+# its values (None: any), the values implemented here, doc). A value outside the last is an error naming
+# them, never a silent difference from Debezium's events.
+_DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str], ...] = (
+    ("decimal.handling.mode", Type.STRING, "precise", ("precise", "double", "string"), ("precise",),
+     "DECIMAL and NUMERIC columns as Connect Decimal (precise), float64 (double) or string."),
+    ("time.precision.mode", Type.STRING, "adaptive_time_microseconds", ("adaptive_time_microseconds", "connect"),
+     ("adaptive_time_microseconds",), "Temporal columns as Debezium's types by precision, or Connect's."),
+    ("bigint.unsigned.handling.mode", Type.STRING, "long", ("long", "precise"), ("long",),
+     "BIGINT UNSIGNED as int64 (long) or Connect Decimal (precise)."),
+    ("binary.handling.mode", Type.STRING, "bytes", ("bytes", "base64", "base64-url-safe", "hex"), ("bytes",),
+     "Binary columns as bytes or as encoded strings."),
+    ("snapshot.locking.mode", Type.STRING, "minimal", ("minimal", "minimal_percona", "extended", "none", "custom"),
+     ("minimal", "extended", "none"),
+     "Locks a snapshot takes. On MariaDB the snapshot reads in a consistent-snapshot transaction whose binlog "
+     "position the server gives (binlog_snapshot_file), so it needs no lock: minimal, extended and none all "
+     "get that."),
+    ("database.ssl.mode", Type.STRING, "preferred", ("disabled", "preferred", "required", "verify_ca",
+                                                     "verify_identity"), ("disabled", "preferred"),
+     "TLS to the server. Connections are not encrypted: 'preferred' (TLS when the server offers it) connects "
+     "as 'disabled' does."),
+    ("event.processing.failure.handling.mode", Type.STRING, "fail", ("fail", "warn", "skip", "ignore"), ("fail",),
+     "What an event that cannot be processed does: fail the batch (a binlog event is never dropped)."),
+    ("inconsistent.schema.handling.mode", Type.STRING, "fail", ("fail", "warn", "skip"), ("fail",),
+     "What an event of a table whose schema is unknown does: fail the batch."),
+    ("signal.enabled.channels", Type.LIST, ["source"], ("source", "kafka", "file", "jmx"), (["source"],),
+     "Where signals come from: the signalling table (signal.data.collection)."),
+    ("provide.transaction.metadata", Type.BOOLEAN, False, None, (False,),
+     "Transaction boundary events and a transaction block in each event."),
+    ("include.schema.comments", Type.BOOLEAN, False, None, (False,),
+     "Column and table comments in schema change events and field docs."),
+    ("snapshot.include.collection.list", Type.LIST, [], None, ([],),
+     "Captured tables a snapshot reads (all of them when empty)."),
+    ("snapshot.select.statement.overrides", Type.LIST, [], None, ([],),
+     "Tables whose snapshot query is snapshot.select.statement.overrides.<db>.<table>."),
+    ("column.propagate.source.type", Type.LIST, [], None, ([],),
+     "Columns whose schema carries __debezium.source.column.* parameters."),
+    ("datatype.propagate.source.type", Type.LIST, [], None, ([],),
+     "Database types whose columns' schemas carry __debezium.source.column.* parameters."),
+    ("database.initial.statements", Type.STRING, "", None, ("",),
+     "Statements run on each connection to the database when it opens."),
+    ("gtid.source.includes", Type.LIST, [], None, ([],), "GTID source uuids whose transactions are read."),
+    ("gtid.source.excludes", Type.LIST, [], None, ([],), "GTID source uuids whose transactions are not read."),
+    ("heartbeat.action.query", Type.STRING, "", None, ("",), "A statement run on each heartbeat."),
+    ("topic.naming.strategy", Type.STRING, "io.debezium.schema.DefaultTopicNamingStrategy", None,
+     ("io.debezium.schema.DefaultTopicNamingStrategy",), "How topics are named from topic.prefix and tables."),
+    ("schema.name.adjustment.mode", Type.STRING, "none", ("none", "avro", "avro_unicode"), ("none",),
+     "How schema names are made Avro-safe."),
+    ("field.name.adjustment.mode", Type.STRING, "none", ("none", "avro", "avro_unicode"), ("none",),
+     "How field names are made Avro-safe."),
+    ("converters", Type.LIST, [], None, ([],), "Custom converters of column values."),
+)
+
+# Debezium's tuning knobs of its in-memory queue, connections and threads: nothing to tune in a batch.
+_NO_EFFECT_KEYS: tuple[tuple[str, Type, Any, str], ...] = (
+    ("max.queue.size", Type.INT, 8192, "Debezium's event queue length."),
+    ("max.queue.size.in.bytes", Type.LONG, 0, "Debezium's event queue size."),
+    ("poll.interval.ms", Type.LONG, 500, "How long Debezium waits for events before a poll returns."),
+    ("snapshot.fetch.size", Type.INT, None, "Rows Debezium's snapshot fetches at a time."),
+    ("snapshot.max.threads", Type.INT, 1, "Debezium's snapshot threads."),
+    ("snapshot.delay.ms", Type.LONG, 0, "Debezium's wait before a snapshot."),
+    ("streaming.delay.ms", Type.LONG, 0, "Debezium's wait before streaming."),
+    ("binlog.buffer.size", Type.INT, 0, "Debezium's look-ahead buffer of binlog events."),
+    ("errors.max.retries", Type.INT, -1, "Debezium's retries of retriable errors (the scheduler retries here)."),
+    ("database.ssl.keystore", Type.STRING, None, "Key store of a TLS client certificate."),
+    ("database.ssl.keystore.password", Type.PASSWORD, None, "Password of database.ssl.keystore."),
+    ("database.ssl.truststore", Type.STRING, None, "Trust store of the server's certificate."),
+    ("database.ssl.truststore.password", Type.PASSWORD, None, "Password of database.ssl.truststore."),
+)
 
 
 def snapshot_mode(config) -> str:
@@ -174,7 +262,48 @@ def check(config) -> list[Problem]:
     signal = config[SIGNAL_DATA_COLLECTION]
     if signal and signal.count(".") != 1:
         problems.append(Problem(SIGNAL_DATA_COLLECTION, f"'{signal}' is not <database>.<table>"))
+    try:
+        skipped_operations(config)
+    except ValueError as e:
+        problems.append(Problem(SKIPPED_OPERATIONS, str(e)))
+    for key, _, default, _, supported, _ in _DEBEZIUM_KEYS:
+        value = config[key]
+        if _normal(value) not in [_normal(v) for v in supported]:
+            shown = ", ".join(value) if isinstance(value, list) else str(value)
+            problems.append(Problem(key, f"'{shown}' asks for what this connector does not do yet; it supports "
+                                         f"{' or '.join(_shown(v) for v in supported)} (Debezium's default: "
+                                         f"{_shown(default)}): remove the key or set a supported value"))
     return problems
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.strip().lower()
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    return value
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "'" + ",".join(value) + "'" if value else "an empty list"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"'{value}'" if value != "" else "an empty value"
+
+
+def skipped_operations(config) -> frozenset[str]:
+    """`skipped.operations` as the letters of the events not written (c, u, d; t is never produced)."""
+    ops = [o.strip().lower() for o in config[SKIPPED_OPERATIONS] or [] if o.strip()]
+    if ops == ["none"]:
+        ops = []
+    unknown = [o for o in ops if o not in ("c", "u", "d", "t")]
+    if unknown:
+        raise ValueError(f"unknown operation '{unknown[0]}'; expected a list of c, u, d and t, or none")
+    if "t" not in ops:
+        raise ValueError("truncate events (op t) are not written by this connector yet, so t must stay in the "
+                         "list (Debezium's default, 't', skips them)")
+    return frozenset(ops) - {"t"}
 
 
 def key_columns(config) -> list[tuple[re.Pattern, list[str]]]:

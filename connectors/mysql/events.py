@@ -84,6 +84,7 @@ class Shaping:
     column_include: tuple[re.Pattern, ...] = ()
     column_exclude: tuple[re.Pattern, ...] = ()
     rules: tuple[tuple[str, object, tuple[re.Pattern, ...]], ...] = field(default=())
+    skipped: frozenset[str] = frozenset()  # skipped.operations: c, u, d
 
     def topic(self, db: str, table: str) -> str:
         return f"{self.prefix}.{db}.{table}"
@@ -178,6 +179,12 @@ class TableEvents:
                  .when(F.col("op") == "d", F.array(*gone))
                  .when(key_changed, F.array(*gone, F.lit(CREATE)))
                  .otherwise(F.array(F.lit(UPDATE))))
+        # skipped.operations drops records, as Debezium's dispatcher does: a key change's delete (with its
+        # tombstone) and create each by their own letter.
+        dropped = [code for letter, codes_ in (("c", (CREATE,)), ("u", (UPDATE,)), ("d", (DELETE, TOMBSTONE)))
+                   if letter in self.shaping.skipped for code in codes_]
+        if dropped:
+            codes = F.filter(codes, lambda c: ~c.isin(*dropped))
         return key_changed, codes
 
     def counts(self, rows: DataFrame, partitions: int) -> list[int]:
@@ -251,6 +258,7 @@ def shaping_of(config) -> Shaping:
         column_include=tuple(re.compile(p.strip(), flags) for p in config[C.COLUMN_INCLUDE] or []),
         column_exclude=tuple(re.compile(p.strip(), flags) for p in config[C.COLUMN_EXCLUDE] or []),
         rules=tuple((kind, arg, tuple(patterns)) for kind, arg, patterns in C.column_rules(config)),
+        skipped=C.skipped_operations(config),
     )
 
 

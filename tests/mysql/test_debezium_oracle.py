@@ -42,6 +42,17 @@ SERVER_IDS = {"debezium23": "10100", "debezium3": "10200"}
 # 3.x's topics get a prefix of their own in the broker (the schema names inside keep topic.prefix).
 V3_TOPIC = "v3-"
 
+# Keys production Debezium configs carry (Debezium's defaults spelled out, as teams do) and keys nobody
+# declares: each side must accept them and write the same records as without them.
+PRODUCTION_KEYS = {
+    "decimal.handling.mode": "precise", "time.precision.mode": "adaptive_time_microseconds",
+    "bigint.unsigned.handling.mode": "long", "binary.handling.mode": "bytes", "snapshot.locking.mode": "minimal",
+    "skipped.operations": "t", "provide.transaction.metadata": "false", "signal.enabled.channels": "source",
+    "event.processing.failure.handling.mode": "fail", "include.schema.comments": "false",
+    "inconsistent.schema.handling.mode": "fail", "connect.timeout.ms": "30000", "max.queue.size": "8192",
+    "poll.interval.ms": "500", "owner.team": "payments", "ticket": "DATA-1234",
+}
+
 # What a run takes from the clock, or from where it stands in the binlog rather than from the history: set
 # aside before comparing. A binlog event's position is the history's own (the same binlog for both), so it is
 # compared; a snapshot row's is where that connector took its snapshot.
@@ -261,6 +272,8 @@ def captured(services, kafka_bootstrap, tmp_path_factory):
     config = connector_config(services, **{
         "topic.prefix": prefix, "database.include.list": DB, "table.include.list": rf"{DB}\..*",
         "database.ssl.mode": "disabled",
+        # A production config's keys, at the values both sides implement, and a team's own keys.
+        **PRODUCTION_KEYS,
         "schema.history.internal.kafka.bootstrap.servers": kafka_bootstrap,
         "topic.creation.default.replication.factor": "1", "topic.creation.default.partitions": "1"})
     timings: dict[str, float] = {}

@@ -57,3 +57,20 @@ def test_tables_with_the_same_columns_keep_their_own_topics(tmp_path, services, 
                    payloads(lake, f"same.{db.database}.{table}")] for table in ("t", "u")}
     assert got == {"t": [(1, "r", "t", "a"), (2, "r", "t", "b"), (2, "u", "t", "changed")],
                    "u": [(1, "r", "u", "x"), (1, "u", "u", "changed"), (5, "c", "u", "new")]}
+
+
+@pytest.mark.parametrize(("skipped", "expected"), [
+    ("u,t", [(3, "c"), (2, "d"), (2, None), (20, "c"), (3, "d"), (3, None)]),
+    ("c,d,t", [(1, "u")]),  # a key change is a delete, its tombstone and a create: all skipped here
+])
+def test_skipped_operations_drop_records_as_debeziums_dispatcher_does(tmp_path, services, db, skipped, expected):
+    topic = f"skip.{db.database}.t"
+    worker = create(tmp_path, "cdc", connector_config(services, **{
+        "topic.prefix": "skip", "database.include.list": db.database, "table.include.list": f"{db.database}.t",
+        "skipped.operations": skipped}))
+    run(worker, "cdc")
+    db("INSERT INTO t VALUES (3, 'c')", "UPDATE t SET v = 'A' WHERE id = 1", "UPDATE t SET id = 20 WHERE id = 2",
+       "DELETE FROM t WHERE id = 3")
+    run(worker, "cdc")
+    got = [(k["id"], v["op"] if v else None) for k, v in payloads(tmp_path / "lake", topic)]
+    assert got == [(1, "r"), (2, "r")] + expected

@@ -1,0 +1,90 @@
+"""The Debezium keys production connector JSON carries: accepted with Debezium's values and defaults; a
+value asking for what the connector does not do is an error naming the key and what it supports (never a
+silent difference from Debezium's events); keys nobody declares are warnings. Validation only: no server."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.config.connector import validate_connector
+from ingest.config.worker import load_worker
+from ingest.errors import ConfigError, Problem
+from ingest.registry import default_registry
+
+BASE = {"name": "inventory", "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+        "database.hostname": "db.internal", "database.port": "3306", "database.user": "debezium",
+        "database.password": "dbz", "database.server.id": "184054", "topic.prefix": "dbserver1",
+        "database.include.list": "inventory",
+        "schema.history.internal.kafka.bootstrap.servers": "kafka:9092",
+        "schema.history.internal.kafka.topic": "schema-changes.inventory"}
+
+# What production configs set, at values the connector implements (Debezium's defaults, mostly spelled out).
+PRODUCTION = {
+    "decimal.handling.mode": "precise", "time.precision.mode": "adaptive_time_microseconds",
+    "bigint.unsigned.handling.mode": "long", "binary.handling.mode": "bytes", "snapshot.locking.mode": "minimal",
+    "snapshot.include.collection.list": "", "snapshot.select.statement.overrides": "",
+    "skipped.operations": "t", "provide.transaction.metadata": "false", "database.ssl.mode": "preferred",
+    "database.ssl.truststore": "/etc/kafka/truststore.jks", "database.ssl.truststore.password": "changeit",
+    "signal.enabled.channels": "source", "event.processing.failure.handling.mode": "fail",
+    "include.schema.comments": "false", "column.propagate.source.type": "", "datatype.propagate.source.type": "",
+    "inconsistent.schema.handling.mode": "fail", "connect.timeout.ms": "30000", "database.initial.statements": "",
+    "max.queue.size": "8192", "poll.interval.ms": "500", "gtid.source.includes": "", "gtid.source.excludes": "",
+    "snapshot.fetch.size": "10000", "max.queue.size.in.bytes": "0",
+    "owner.team": "payments", "ticket": "DATA-1234", "snapshot.mod": "initial",
+}
+
+
+def _validate(extra):
+    return validate_connector({**BASE, **extra}, load_worker(None, {}), default_registry())
+
+
+def test_a_production_config_validates_with_warnings_only_for_keys_nobody_declares():
+    setup = _validate(PRODUCTION)
+    assert setup.warnings == [
+        Problem("owner.team", "not a known configuration key, ignored"),
+        Problem("ticket", "not a known configuration key, ignored"),
+        Problem("snapshot.mod", "not a known configuration key, ignored; did you mean 'snapshot.mode'?"),
+    ]
+    assert "changeit" not in repr(setup.config)  # the trust store's password is a password
+
+
+@pytest.mark.parametrize(("key", "value", "supported"), [
+    ("decimal.handling.mode", "string", "supports 'precise' (Debezium's default: 'precise')"),
+    ("time.precision.mode", "connect", "supports 'adaptive_time_microseconds'"),
+    ("bigint.unsigned.handling.mode", "precise", "supports 'long'"),
+    ("binary.handling.mode", "base64", "supports 'bytes'"),
+    ("snapshot.locking.mode", "minimal_percona", "supports 'minimal' or 'extended' or 'none'"),
+    ("database.ssl.mode", "verify_identity", "supports 'disabled' or 'preferred'"),
+    ("provide.transaction.metadata", "true", "supports false"),
+    ("snapshot.include.collection.list", "inventory.orders", "supports an empty list"),
+    ("signal.enabled.channels", "source,kafka", "supports 'source'"),
+    ("database.initial.statements", "SET SESSION wait_timeout=600", "supports an empty value"),
+])
+def test_a_value_asking_for_what_is_not_built_names_the_key_and_what_is_supported(key, value, supported):
+    with pytest.raises(ConfigError) as e:
+        _validate({key: value})
+    assert [p.key for p in e.value.problems] == [key]
+    message = e.value.problems[0].message
+    assert "asks for what this connector does not do yet" in message and supported in message, message
+    assert "remove the key or set a supported value" in message
+
+
+def test_a_value_debezium_does_not_know_is_refused_with_debeziums_values():
+    with pytest.raises(ConfigError, match=r"decimal.handling.mode: invalid value 'exact'; expected one of: "
+                                          r"precise, double, string"):
+        _validate({"decimal.handling.mode": "exact"})
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("none", "truncate events (op t) are not written by this connector yet, so t must stay in the list"),
+    ("c,u", "truncate events (op t) are not written"),
+    ("c,x,t", "unknown operation 'x'; expected a list of c, u, d and t, or none"),
+])
+def test_skipped_operations_are_checked(value, message):
+    with pytest.raises(ConfigError) as e:
+        _validate({"skipped.operations": value})
+    assert len(e.value.problems) == 1 and str(e.value.problems[0]).startswith(f"skipped.operations: {message}")
+
+
+def test_values_are_case_insensitive_as_debeziums_enumerations():
+    assert _validate({"decimal.handling.mode": "PRECISE", "snapshot.locking.mode": "None"}).warnings == []
