@@ -161,13 +161,14 @@ def _supported_doc(default: Any, supported: tuple) -> str:
 # its values (None: any), the values implemented here, doc). A value outside the last is an error naming
 # them, never a silent difference from Debezium's events.
 _DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str], ...] = (
-    ("decimal.handling.mode", Type.STRING, "precise", ("precise", "double", "string"), ("precise",),
+    ("decimal.handling.mode", Type.STRING, "precise", ("precise", "double", "string"), ("precise", "double", "string"),
      "DECIMAL and NUMERIC columns as Connect Decimal (precise), float64 (double) or string."),
     ("time.precision.mode", Type.STRING, "adaptive_time_microseconds", ("adaptive_time_microseconds", "connect"),
      ("adaptive_time_microseconds",), "Temporal columns as Debezium's types by precision, or Connect's."),
     ("bigint.unsigned.handling.mode", Type.STRING, "long", ("long", "precise"), ("long",),
      "BIGINT UNSIGNED as int64 (long) or Connect Decimal (precise)."),
-    ("binary.handling.mode", Type.STRING, "bytes", ("bytes", "base64", "base64-url-safe", "hex"), ("bytes",),
+    ("binary.handling.mode", Type.STRING, "bytes", ("bytes", "base64", "base64-url-safe", "hex"),
+     ("bytes", "base64", "base64-url-safe", "hex"),
      "Binary columns as bytes or as encoded strings."),
     ("snapshot.locking.mode", Type.STRING, "minimal", ("minimal", "minimal_percona", "extended", "none", "custom"),
      ("minimal", "extended", "none"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
@@ -85,6 +85,8 @@ class Shaping:
     column_exclude: tuple[re.Pattern, ...] = ()
     rules: tuple[tuple[str, object, tuple[re.Pattern, ...]], ...] = field(default=())
     skipped: frozenset[str] = frozenset()  # skipped.operations: c, u, d
+    decimal_mode: str = "precise"  # decimal.handling.mode
+    binary_mode: str = "bytes"  # binary.handling.mode
 
     def topic(self, db: str, table: str) -> str:
         return f"{self.prefix}.{db}.{table}"
@@ -112,6 +114,8 @@ class TableEvents:
     """Turns the decoded rows of one layout into Debezium's records for its topic."""
 
     def __init__(self, layout: Layout, shaping: Shaping):
+        layout = replace(layout, columns=tuple(c.with_modes(shaping.decimal_mode, shaping.binary_mode)
+                                               for c in layout.columns))
         self.layout = layout
         self.shaping = shaping
         self.topic = shaping.topic(layout.db, layout.table)
@@ -259,6 +263,8 @@ def shaping_of(config) -> Shaping:
         column_exclude=tuple(re.compile(p.strip(), flags) for p in config[C.COLUMN_EXCLUDE] or []),
         rules=tuple((kind, arg, tuple(patterns)) for kind, arg, patterns in C.column_rules(config)),
         skipped=C.skipped_operations(config),
+        decimal_mode=config["decimal.handling.mode"].strip().lower(),
+        binary_mode=config["binary.handling.mode"].strip().lower(),
     )
 
 

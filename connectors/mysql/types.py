@@ -77,6 +77,10 @@ class Column:
     default: str | None = field(default=None, compare=False)  # the DEFAULT's canonical text
     length: int = field(default=0, compare=False)  # BINARY(n): n (the binlog drops trailing zero bytes)
     subtype: str = field(default="", compare=False)  # POINT: "point"; FLOAT(M,D): "scaled" (DOUBLE to Debezium)
+    # The connector's decimal.handling.mode and binary.handling.mode (`with_modes`): how the value is
+    # represented, not what the column is; never stored with a layout.
+    decimal_mode: str = field(default="precise", compare=False)
+    binary_mode: str = field(default="bytes", compare=False)
 
     def to_json(self) -> list:
         return [self.name, self.family, self.unsigned, self.nullable, self.binary, self.precision, self.scale,
@@ -94,6 +98,16 @@ class Column:
         if other is None or other.name != self.name or other.family != self.family:
             return self
         return replace(self, default=other.default, length=other.length, subtype=other.subtype)
+
+    def with_modes(self, decimal_mode: str, binary_mode: str) -> Column:
+        if (decimal_mode, binary_mode) == (self.decimal_mode, self.binary_mode):
+            return self
+        return replace(self, decimal_mode=decimal_mode, binary_mode=binary_mode)
+
+    @property
+    def _encoded_binary(self) -> bool:
+        """A binary column that binary.handling.mode writes as a string (base64, base64-url-safe, hex)."""
+        return self.binary_mode != "bytes" and (self.family in ("blob", "binary") or self.binary)
 
     # --- Debezium's schema ----------------------------------------------------------------------
 
@@ -121,6 +135,10 @@ class Column:
         if f == "double":
             return S.ConnectSchema("float64", opt)
         if f == "decimal":
+            if self.decimal_mode == "double":
+                return S.ConnectSchema("float64", opt)
+            if self.decimal_mode == "string":
+                return S.ConnectSchema("string", opt)
             params = (("scale", str(self.scale or 0)), ("connect.decimal.precision", str(self.precision or 10)))
             return S.ConnectSchema("bytes", opt, S.DECIMAL, 1, parameters=params)
         if f == "date":
@@ -149,7 +167,7 @@ class Column:
         if f == "geometry":
             return replace(POINT_SCHEMA if self.subtype == "point" else GEOMETRY_SCHEMA, optional=opt)
         if f in ("blob", "binary") or self.binary:
-            return S.ConnectSchema("bytes", opt)
+            return S.ConnectSchema("string" if self._encoded_binary else "bytes", opt)
         return S.ConnectSchema("string", opt)
 
     def connect_default(self) -> Any:
@@ -166,6 +184,8 @@ class Column:
             return t == "1"
         if schema.name == S.DECIMAL:
             return Decimal(t)
+        if self._encoded_binary:
+            return _encode(bytes.fromhex(t.ljust(2 * self.length, "0")), self.binary_mode)
         if schema.type == "bytes":
             return bytes.fromhex(t.ljust(2 * self.length, "0"))
         if schema.type == "string":
@@ -310,6 +330,9 @@ class Column:
             return _geometry(text, self.subtype == "point")
         if f == "float" and self.subtype == "scaled":  # Debezium widens the FLOAT it read to a double
             return text.cast("float").cast("double")
+        if self._encoded_binary:
+            raw = F.unhex(F.rpad(text, 2 * self.length, "0")) if f == "binary" and self.length else F.unhex(text)
+            return _spark_encode(raw, self.binary_mode)
         if f == "binary" and self.length:
             return F.unhex(F.rpad(text, 2 * self.length, "0"))
         if schema.type == "bytes" and schema.name != S.DECIMAL:
@@ -317,6 +340,27 @@ class Column:
         if schema.type == "string":
             return text
         return text.cast(schema.to_spark_type())
+
+
+def _encode(data: bytes, mode: str) -> str:
+    """binary.handling.mode's text of `data`, as Debezium writes it."""
+    import base64
+
+    if mode == "base64":
+        return base64.b64encode(data).decode("ascii")
+    if mode == "base64-url-safe":
+        return base64.urlsafe_b64encode(data).decode("ascii")
+    return data.hex()
+
+
+def _spark_encode(data, mode: str):
+    from pyspark.sql import functions as F
+
+    if mode == "base64":
+        return F.base64(data)
+    if mode == "base64-url-safe":
+        return F.translate(F.base64(data), "+/", "-_")
+    return F.lower(F.hex(data))
 
 
 def _le_hex(text, start: int, size: int):

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
+from tests.conftest import cli_here
 from tests.mysql._cdc import Db, connector_config, create, run
 from tests.mysql._oracle_corpus import HISTORY, SETUP
 from tests.mysql.connect_oracle import FLAVOURS, ConnectWorker, Record, jars_present, read_topic, topics
@@ -52,6 +53,15 @@ PRODUCTION_KEYS = {
     "inconsistent.schema.handling.mode": "fail", "connect.timeout.ms": "30000", "max.queue.size": "8192",
     "poll.interval.ms": "500", "owner.team": "payments", "ticket": "DATA-1234",
 }
+
+# decimal.handling.mode and binary.handling.mode other than the defaults: each variant is one more connector
+# on each side (Debezium 2.3 only), on the tables whose columns they change, and must match record by record.
+MODE_VARIANTS = {
+    "m1": {"decimal.handling.mode": "string", "binary.handling.mode": "base64"},
+    "m2": {"decimal.handling.mode": "double", "binary.handling.mode": "hex"},
+    "m3": {"binary.handling.mode": "base64-url-safe"},
+}
+MODE_SERVER_IDS = {"m1": "10301", "m2": "10302", "m3": "10303"}
 
 # What a run takes from the clock, or from where it stands in the binlog rather than from the history: set
 # aside before comparing. A binlog event's position is the history's own (the same binlog for both), so it is
@@ -285,6 +295,14 @@ def captured(services, kafka_bootstrap, tmp_path_factory):
             started = [pool.submit(w.start) for w in workers.values()]
             worker = create(base / "lakeconnect", NAME, config)
             run(worker, NAME)
+            variants = {}
+            for v, modes in MODE_VARIANTS.items():
+                variants[v] = {**config, **modes, "topic.prefix": prefix + v,
+                               "table.include.list": rf"{DB}\.(types|marker)"}
+                spec = base / f"{NAME}-{v}.json"
+                spec.write_text(json.dumps({"name": f"{NAME}-{v}", "config": variants[v]}))
+                assert cli_here("connectors", "create", str(spec), worker=worker).returncode == 0
+                run(worker, f"{NAME}-{v}")
             timings["lakeconnect snapshot"] = time.monotonic() - t0
             for f in started:
                 f.result()
@@ -298,20 +316,35 @@ def captured(services, kafka_bootstrap, tmp_path_factory):
                               "transforms.v3.type": "org.apache.kafka.connect.transforms.RegexRouter",
                               "transforms.v3.regex": "(.*)", "transforms.v3.replacement": V3_TOPIC + "$1"})
             w.put(NAME, {**config, **extra})
+        for v, variant in variants.items():
+            workers["debezium23"].put(f"{NAME}-{v}", {**variant, "database.server.id": MODE_SERVER_IDS[v],
+                                                      "schema.history.internal.kafka.topic": f"{prefix}-history-{v}"})
         for flavour, w in workers.items():
             w.wait_for(NAME, lambda: _snapshot_done(kafka_bootstrap, prefixes[flavour]), "end of snapshot")
+        for v in variants:
+            workers["debezium23"].wait_for(f"{NAME}-{v}", lambda: _snapshot_done(kafka_bootstrap, prefix + v),
+                                           "end of snapshot")
         timings["snapshots"] = time.monotonic() - t0
 
         db(*HISTORY)
         t0 = time.monotonic()
         run(worker, NAME)
         timings["lakeconnect streaming"] = time.monotonic() - t0
+        for v in variants:
+            run(worker, f"{NAME}-{v}")
         for flavour, w in workers.items():
             w.wait_for(NAME, lambda: _saw_end_marker(kafka_bootstrap, prefixes[flavour]), "end marker")
+        for v in variants:
+            workers["debezium23"].wait_for(f"{NAME}-{v}", lambda: _saw_end_marker(kafka_bootstrap, prefix + v),
+                                           "end marker")
         timings["streaming"] = time.monotonic() - t0
 
         lake = base / "lakeconnect" / "lake"
         out = {"prefix": prefix, "lakeconnect": {t: lake_records(lake, t) for t in lake_topics(lake, prefix)}}
+        for v in variants:
+            out[v] = {"lakeconnect": {t: lake_records(lake, t) for t in lake_topics(lake, prefix + v)},
+                      "debezium23": {t: kafka_records(read_topic(kafka_bootstrap, t))
+                                     for t in topics(kafka_bootstrap, prefix + v)}}
         for flavour, p in prefixes.items():
             strip = V3_TOPIC if flavour == "debezium3" else ""
             out[flavour] = {t.removeprefix(strip): kafka_records(read_topic(kafka_bootstrap, t), strip)
@@ -335,6 +368,23 @@ def test_lakeconnect_writes_what_debezium_23_writes(captured):
     assert n > 60 and f"{captured['prefix']}.{DB}.types" in theirs
     diffs = differences(theirs, ours)
     assert not diffs, f"{len(diffs)} differences from Debezium 2.3:\n" + "\n".join(diffs[:60])
+
+
+@pytest.mark.parametrize("variant", sorted(MODE_VARIANTS))
+def test_decimal_and_binary_handling_modes_write_what_debezium_writes(captured, variant):
+    theirs, ours = captured[variant]["debezium23"], captured[variant]["lakeconnect"]
+    types = f"{captured['prefix']}{variant}.{DB}.types"
+    assert types in theirs and len(theirs[types]) > 5
+    fields = {f["field"]: f for f in json.loads(theirs[types][0][3])["schema"]["fields"][1]["fields"]}
+    modes = MODE_VARIANTS[variant]
+    if modes.get("decimal.handling.mode") == "string":
+        assert fields["de"]["type"] == "string"
+    if modes.get("binary.handling.mode", "bytes") != "bytes":
+        assert fields["bl"]["type"] == "string"
+    print(f"\n{variant} {modes}: compared {sum(len(v) for v in theirs.values())} Debezium 2.3 records on "
+          f"{len(theirs)} topics")
+    diffs = differences(theirs, ours)
+    assert not diffs, f"{len(diffs)} differences from Debezium 2.3 ({modes}):\n" + "\n".join(diffs[:60])
 
 
 def test_debezium_3_captures_the_corpus(captured):
