@@ -87,6 +87,7 @@ class Shaping:
     skipped: frozenset[str] = frozenset()  # skipped.operations: c, u, d
     decimal_mode: str = "precise"  # decimal.handling.mode
     binary_mode: str = "bytes"  # binary.handling.mode
+    bigint_mode: str = "long"  # bigint.unsigned.handling.mode
 
     def topic(self, db: str, table: str) -> str:
         return f"{self.prefix}.{db}.{table}"
@@ -114,8 +115,8 @@ class TableEvents:
     """Turns the decoded rows of one layout into Debezium's records for its topic."""
 
     def __init__(self, layout: Layout, shaping: Shaping):
-        layout = replace(layout, columns=tuple(c.with_modes(shaping.decimal_mode, shaping.binary_mode)
-                                               for c in layout.columns))
+        layout = replace(layout, columns=tuple(c.with_modes(shaping.decimal_mode, shaping.binary_mode,
+                                                            shaping.bigint_mode) for c in layout.columns))
         self.layout = layout
         self.shaping = shaping
         self.topic = shaping.topic(layout.db, layout.table)
@@ -265,6 +266,7 @@ def shaping_of(config) -> Shaping:
         skipped=C.skipped_operations(config),
         decimal_mode=config["decimal.handling.mode"].strip().lower(),
         binary_mode=config["binary.handling.mode"].strip().lower(),
+        bigint_mode=config["bigint.unsigned.handling.mode"].strip().lower(),
     )
 
 

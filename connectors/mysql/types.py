@@ -81,6 +81,7 @@ class Column:
     # represented, not what the column is; never stored with a layout.
     decimal_mode: str = field(default="precise", compare=False)
     binary_mode: str = field(default="bytes", compare=False)
+    bigint_mode: str = field(default="long", compare=False)  # bigint.unsigned.handling.mode
 
     def to_json(self) -> list:
         return [self.name, self.family, self.unsigned, self.nullable, self.binary, self.precision, self.scale,
@@ -99,10 +100,15 @@ class Column:
             return self
         return replace(self, default=other.default, length=other.length, subtype=other.subtype)
 
-    def with_modes(self, decimal_mode: str, binary_mode: str) -> Column:
-        if (decimal_mode, binary_mode) == (self.decimal_mode, self.binary_mode):
+    def with_modes(self, decimal_mode: str, binary_mode: str, bigint_mode: str = "long") -> Column:
+        if (decimal_mode, binary_mode, bigint_mode) == (self.decimal_mode, self.binary_mode, self.bigint_mode):
             return self
-        return replace(self, decimal_mode=decimal_mode, binary_mode=binary_mode)
+        return replace(self, decimal_mode=decimal_mode, binary_mode=binary_mode, bigint_mode=bigint_mode)
+
+    @property
+    def _precise_unsigned(self) -> bool:
+        """A BIGINT UNSIGNED that bigint.unsigned.handling.mode=precise writes as a Decimal of scale 0."""
+        return self.family == "bigint" and self.unsigned and self.bigint_mode == "precise"
 
     @property
     def _encoded_binary(self) -> bool:
@@ -129,6 +135,8 @@ class Column:
         if f == "int":
             return S.ConnectSchema("int64" if self.unsigned else "int32", opt)
         if f == "bigint":
+            if self._precise_unsigned:  # Debezium's Decimal.builder(0): no precision parameter
+                return S.ConnectSchema("bytes", opt, S.DECIMAL, 1, parameters=(("scale", "0"),))
             return S.ConnectSchema("int64", opt)
         if f == "float":
             return S.ConnectSchema("float64" if self.subtype == "scaled" else "float32", opt)
@@ -182,6 +190,8 @@ class Column:
             return zoned(_EPOCH + dt.timedelta(microseconds=int(t)))
         if f == "bit" and self.bits <= 1:
             return t == "1"
+        if self._precise_unsigned:
+            return Decimal(int(t) % (1 << 64))
         if schema.name == S.DECIMAL:
             return Decimal(t)
         if self._encoded_binary:
@@ -330,6 +340,10 @@ class Column:
             return _geometry(text, self.subtype == "point")
         if f == "float" and self.subtype == "scaled":  # Debezium widens the FLOAT it read to a double
             return text.cast("float").cast("double")
+        if self._precise_unsigned:  # the canonical text is the long mode's wrapped value: unwrap it
+            wrapped = text.cast("decimal(20,0)")
+            return F.when(wrapped < 0, wrapped + F.lit(str(1 << 64)).cast("decimal(20,0)")).otherwise(wrapped) \
+                .cast(schema.to_spark_type())
         if self._encoded_binary:
             raw = F.unhex(F.rpad(text, 2 * self.length, "0")) if f == "binary" and self.length else F.unhex(text)
             return _spark_encode(raw, self.binary_mode)

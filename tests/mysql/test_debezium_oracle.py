@@ -59,7 +59,7 @@ PRODUCTION_KEYS = {
 MODE_VARIANTS = {
     "m1": {"decimal.handling.mode": "string", "binary.handling.mode": "base64"},
     "m2": {"decimal.handling.mode": "double", "binary.handling.mode": "hex"},
-    "m3": {"binary.handling.mode": "base64-url-safe"},
+    "m3": {"binary.handling.mode": "base64-url-safe", "bigint.unsigned.handling.mode": "precise"},
 }
 MODE_SERVER_IDS = {"m1": "10301", "m2": "10302", "m3": "10303"}
 
@@ -381,6 +381,8 @@ def test_decimal_and_binary_handling_modes_write_what_debezium_writes(captured, 
         assert fields["de"]["type"] == "string"
     if modes.get("binary.handling.mode", "bytes") != "bytes":
         assert fields["bl"]["type"] == "string"
+    if modes.get("bigint.unsigned.handling.mode") == "precise":
+        assert fields["biu"]["name"] == "org.apache.kafka.connect.data.Decimal"
     print(f"\n{variant} {modes}: compared {sum(len(v) for v in theirs.values())} Debezium 2.3 records on "
           f"{len(theirs)} topics")
     diffs = differences(theirs, ours)
