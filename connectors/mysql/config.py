@@ -44,7 +44,9 @@ TRUNCATE_PREFIX = "column.truncate.to."
 MASK_PREFIX = "column.mask.with."
 HASH_PREFIX = "column.mask.hash."
 SKIPPED_OPERATIONS = "skipped.operations"
-SELECT_OVERRIDES_PREFIX = "snapshot.select.statement.overrides."
+SNAPSHOT_INCLUDE = "snapshot.include.collection.list"
+SELECT_OVERRIDES = "snapshot.select.statement.overrides"
+SELECT_OVERRIDES_PREFIX = SELECT_OVERRIDES + "."
 PARALLEL_DECODE = "lakeconnect.binlog.parallel.decode"
 CHUNKS_PER_BATCH = "lakeconnect.incremental.snapshot.chunks.per.batch"
 
@@ -131,6 +133,13 @@ def mysql_config_def() -> ConfigDef:
         .define(CHUNKS_PER_BATCH, Type.INT, 16, Range.at_least(1), Importance.LOW,
                 doc="Incremental snapshot chunks (of incremental.snapshot.chunk.size rows each) one batch reads, "
                     "in parallel Spark tasks.", group="Snapshot")
+        .define(SNAPSHOT_INCLUDE, Type.LIST, [], importance=Importance.MEDIUM,
+                doc="Regular expressions of the captured tables (<db>.<table>) a snapshot reads; the others "
+                    "are only streamed from the binlog. All captured tables when empty.", group="Snapshot")
+        .define(SELECT_OVERRIDES, Type.LIST, [], importance=Importance.LOW,
+                doc="Tables (<db>.<table>) whose snapshot reads the rows of the statement in "
+                    "snapshot.select.statement.overrides.<db>.<table> instead of the whole table: a SELECT of "
+                    "the table's columns, e.g. with a WHERE clause.", group="Snapshot")
         .define(SKIPPED_OPERATIONS, Type.LIST, ["t"], importance=Importance.LOW,
                 doc="Operations whose change events are not written: c (create), u (update), d (delete, with "
                     "its tombstone), t (truncate), or none. As Debezium, a key change's delete and create are "
@@ -189,10 +198,6 @@ _DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str],
      "Transaction boundary events and a transaction block in each event."),
     ("include.schema.comments", Type.BOOLEAN, False, None, (False,),
      "Column and table comments in schema change events and field docs."),
-    ("snapshot.include.collection.list", Type.LIST, [], None, ([],),
-     "Captured tables a snapshot reads (all of them when empty)."),
-    ("snapshot.select.statement.overrides", Type.LIST, [], None, ([],),
-     "Tables whose snapshot query is snapshot.select.statement.overrides.<db>.<table>."),
     ("column.propagate.source.type", Type.LIST, [], None, ([],),
      "Columns whose schema carries __debezium.source.column.* parameters."),
     ("datatype.propagate.source.type", Type.LIST, [], None, ([],),
@@ -240,7 +245,8 @@ def check(config) -> list[Problem]:
     if mode not in SNAPSHOT_MODES:
         problems.append(Problem(SNAPSHOT_MODE, f"unknown snapshot mode '{config[SNAPSHOT_MODE]}'; expected one of "
                                                f"{', '.join(SNAPSHOT_MODES)}"))
-    for key in (DATABASE_INCLUDE, DATABASE_EXCLUDE, TABLE_INCLUDE, TABLE_EXCLUDE, COLUMN_INCLUDE, COLUMN_EXCLUDE):
+    for key in (DATABASE_INCLUDE, DATABASE_EXCLUDE, TABLE_INCLUDE, TABLE_EXCLUDE, COLUMN_INCLUDE, COLUMN_EXCLUDE,
+                SNAPSHOT_INCLUDE):
         for pattern in config[key] or []:
             try:
                 re.compile(pattern)
@@ -267,6 +273,10 @@ def check(config) -> list[Problem]:
         skipped_operations(config)
     except ValueError as e:
         problems.append(Problem(SKIPPED_OPERATIONS, str(e)))
+    try:
+        select_overrides(config)
+    except ValueError as e:
+        problems.append(Problem(SELECT_OVERRIDES, str(e)))
     for key, _, default, _, supported, _ in _DEBEZIUM_KEYS:
         value = config[key]
         if _normal(value) not in [_normal(v) for v in supported]:
@@ -291,6 +301,31 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return f"'{value}'" if value != "" else "an empty value"
+
+
+def snapshot_includes(config, db: str, table: str) -> bool:
+    """Whether a snapshot reads this captured table (`snapshot.include.collection.list`, matched as the table
+    lists are: the whole `<db>.<table>`, case-insensitively)."""
+    patterns = [p.strip() for p in config[SNAPSHOT_INCLUDE] or [] if p.strip()]
+    return not patterns or any(re.fullmatch(p, f"{db}.{table}", re.IGNORECASE) for p in patterns)
+
+
+def select_overrides(config) -> dict[str, str]:
+    """`snapshot.select.statement.overrides`: {<db>.<table>: its SELECT}, each listed table's statement
+    from its own key, as Debezium reads them (names matched exactly)."""
+    out = {}
+    for table in config[SELECT_OVERRIDES] or []:
+        table = table.strip()
+        statement = str(config.originals.get(SELECT_OVERRIDES_PREFIX + table) or "").strip().rstrip(";").strip()
+        if table.count(".") != 1:
+            raise ValueError(f"'{table}' is not <database>.<table>")
+        if not statement:
+            raise ValueError(f"names {table}, but {SELECT_OVERRIDES_PREFIX}{table} (the SELECT its snapshot "
+                             "reads) is not set")
+        if not re.match(r"(?is)\s*select\b", statement):
+            raise ValueError(f"{SELECT_OVERRIDES_PREFIX}{table} must be a SELECT statement")
+        out[table] = statement
+    return out
 
 
 def skipped_operations(config) -> frozenset[str]:

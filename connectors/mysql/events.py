@@ -125,8 +125,12 @@ class TableEvents:
         row = S.struct(f"{self.topic}.Value", *[(layout.columns[i].name, self._value_schema(i)) for i in self.kept],
                        optional=True)
         self.row_schema = row
+        # A primary key's columns are NOT NULL; message.key.columns may name nullable ones, whose key fields
+        # Debezium keeps optional.
+        chosen = self.key_positions != layout.pk
         self.key_schema = (S.struct(f"{self.topic}.Key", *[
-            (layout.columns[i].name, _required(layout.columns[i].connect_schema())) for i in self.key_positions])
+            (layout.columns[i].name, layout.columns[i].connect_schema() if chosen
+             else _required(layout.columns[i].connect_schema())) for i in self.key_positions])
             if self.key_positions else None)
         self.value_schema = S.struct(
             f"{self.topic}.Envelope", ("before", row), ("after", row), ("source", SOURCE_SCHEMA),
@@ -138,9 +142,14 @@ class TableEvents:
         return [(kind, arg) for kind, arg, patterns in self.shaping.rules if any(p.fullmatch(name) for p in patterns)]
 
     def _value_schema(self, i: int) -> S.ConnectSchema:
+        """The column's schema; a column rule adds the parameter Debezium's column mapper adds (the schema
+        keeps its default, unmasked, as Debezium's does)."""
         schema = self.layout.columns[i].connect_schema()
-        if any(kind in ("mask", "hash") for kind, _ in self._rules(i)) and schema.type == "string":
-            return S.ConnectSchema("string", schema.optional)
+        if schema.type != "string":
+            return schema
+        for kind, arg in self._rules(i):
+            added = (("masked", "true"),) if kind in ("mask", "hash") else (("truncateLength", str(arg)),)
+            schema = replace(schema, parameters=schema.parameters + added)
         return schema
 
     def _value(self, i: int, texts: SparkColumn) -> SparkColumn:
@@ -151,13 +160,15 @@ class TableEvents:
         for kind, arg in self._rules(i):  # Debezium's column.truncate/mask/hash, for string columns
             if kind == "truncate":
                 value = F.substring(value, 1, int(arg))
-            elif kind == "mask":
-                value = F.when(value.isNotNull(), F.lit("*" * int(arg)))
+            elif kind == "mask":  # a null too: Debezium's MaskingValueConverter masks whatever it gets
+                value = F.lit("*" * int(arg))
             elif kind == "hash":
                 algorithm, salt, _v2 = arg
                 salted = F.concat(F.lit(salt), value)
                 value = (F.md5(salted) if algorithm == "MD5" else F.sha1(salted) if algorithm == "SHA1"
                          else F.sha2(salted, int(algorithm[3:])))
+                if column.char_length:  # Debezium shortens the hash to the column's length
+                    value = F.substring(value, 1, column.char_length)
         return value
 
     def _row(self, texts: SparkColumn) -> SparkColumn:

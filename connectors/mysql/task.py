@@ -387,7 +387,7 @@ class MySqlSourceTask(SourceTask):
             raise FatalError(f"{self.where()} does not report binlog_snapshot_file (MariaDB does; MySQL does not): "
                              "a consistent snapshot without a global lock is not possible there. Take the snapshot "
                              "with snapshot.mode=schema_only after loading the tables another way, or use MariaDB")
-        tables = self.tables(cur)
+        tables = [(db, t) for db, t in self.tables(cur) if C.snapshot_includes(self.config, db, t)]
         layouts = [self.layout(cur, db, t) for db, t in tables] if self.mode != C.SCHEMA_ONLY else []
         root = self._root()
         for old in (os.listdir(root) if os.path.isdir(root) else []):  # earlier plans' (committed or abandoned)
@@ -408,8 +408,12 @@ class MySqlSourceTask(SourceTask):
         written to the Delta table at `path`: t (table index; -1 the position row), seq, after."""
         from ingest.delta import write_dataframe
 
-        queries = [f"SELECT JSON_ARRAY({', '.join(c.sql_text(_q(c.name)) for c in lay.columns)}) "
-                   f"FROM {_q(lay.db)}.{_q(lay.table)}" for lay in layouts]
+        # snapshot.select.statement.overrides: the table's rows are those of the user's SELECT.
+        overrides = C.select_overrides(self.config)
+        queries = [f"SELECT JSON_ARRAY({', '.join(c.sql_text(_q(c.name)) for c in lay.columns)}) FROM "
+                   + (f"({overrides[f'{lay.db}.{lay.table}']}) AS lakeconnect_override"
+                      if f"{lay.db}.{lay.table}" in overrides else f"{_q(lay.db)}.{_q(lay.table)}")
+                   for lay in layouts]
         spark = self.context.spark
         _register(spark)
         s = self.settings()

@@ -77,6 +77,7 @@ class Column:
     default: str | None = field(default=None, compare=False)  # the DEFAULT's canonical text
     length: int = field(default=0, compare=False)  # BINARY(n): n (the binlog drops trailing zero bytes)
     subtype: str = field(default="", compare=False)  # POINT: "point"; FLOAT(M,D): "scaled" (DOUBLE to Debezium)
+    char_length: int = field(default=0, compare=False)  # CHAR/VARCHAR/TEXT: the declared length in characters
     # The connector's decimal.handling.mode and binary.handling.mode (`with_modes`): how the value is
     # represented, not what the column is; never stored with a layout.
     decimal_mode: str = field(default="precise", compare=False)
@@ -85,11 +86,12 @@ class Column:
 
     def to_json(self) -> list:
         return [self.name, self.family, self.unsigned, self.nullable, self.binary, self.precision, self.scale,
-                self.fsp, self.bits, list(self.labels), self.default, self.length, self.subtype]
+                self.fsp, self.bits, list(self.labels), self.default, self.length, self.subtype, self.char_length]
 
     @classmethod
     def from_json(cls, v: list) -> Column:
         more = (v[10], int(v[11]), v[12]) if len(v) > 10 else (None, 0, "")
+        more += (int(v[13]),) if len(v) > 13 else (0,)
         return cls(v[0], v[1], bool(v[2]), bool(v[3]), bool(v[4]), v[5], v[6], int(v[7]), int(v[8]), tuple(v[9]),
                    *more)
 
@@ -98,7 +100,8 @@ class Column:
         of that name) is still of the same kind."""
         if other is None or other.name != self.name or other.family != self.family:
             return self
-        return replace(self, default=other.default, length=other.length, subtype=other.subtype)
+        return replace(self, default=other.default, length=other.length, subtype=other.subtype,
+                       char_length=other.char_length)
 
     def with_modes(self, decimal_mode: str, binary_mode: str, bigint_mode: str = "long") -> Column:
         if (decimal_mode, binary_mode, bigint_mode) == (self.decimal_mode, self.binary_mode, self.bigint_mode):
@@ -494,7 +497,8 @@ def from_catalog(row: dict, mariadb: bool = True) -> Column:
     subtype = ("point" if data_type == "point" else "scaled" if re.fullmatch(r"float\(\d+,\d+\).*", column_type)
                else "")
     length = int(row.get("CHARACTER_OCTET_LENGTH") or 0) if column_type.startswith("binary(") else 0
-    column = replace(column, subtype=subtype, length=length)
+    char_length = (_int(row.get("CHARACTER_MAXIMUM_LENGTH")) or 0) if family in ("char", "varchar", "text") else 0
+    column = replace(column, subtype=subtype, length=length, char_length=char_length)
     expression = default_expression(row.get("COLUMN_DEFAULT"), str(row.get("EXTRA") or ""), mariadb)
     return replace(column, default=column.default_text(expression))
 

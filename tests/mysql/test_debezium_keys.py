@@ -54,7 +54,7 @@ def test_a_production_config_validates_with_warnings_only_for_keys_nobody_declar
     ("snapshot.locking.mode", "minimal_percona", "supports 'minimal' or 'extended' or 'none'"),
     ("database.ssl.mode", "verify_identity", "supports 'disabled' or 'preferred'"),
     ("provide.transaction.metadata", "true", "supports false"),
-    ("snapshot.include.collection.list", "inventory.orders", "supports an empty list"),
+    ("gtid.source.includes", "3e11fa47-71ca-11e1-9e33-c80aa9429562", "supports an empty list"),
     ("signal.enabled.channels", "source,kafka", "supports 'source'"),
     ("database.initial.statements", "SET SESSION wait_timeout=600", "supports an empty value"),
 ])
@@ -96,3 +96,26 @@ def test_values_are_case_insensitive_as_debeziums_enumerations():
 def test_every_value_debezium_has_for_these_is_implemented(key, values):
     for value in values:  # what they write is compared with Debezium's in tests/mysql/test_debezium_oracle.py
         assert _validate({key: value}).warnings == []
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"snapshot.select.statement.overrides": "inventory.orders"},
+     "names inventory.orders, but snapshot.select.statement.overrides.inventory.orders (the SELECT its snapshot "
+     "reads) is not set"),
+    ({"snapshot.select.statement.overrides": "inventory.orders",
+      "snapshot.select.statement.overrides.inventory.orders": "DELETE FROM inventory.orders"},
+     "snapshot.select.statement.overrides.inventory.orders must be a SELECT statement"),
+    ({"snapshot.select.statement.overrides": "orders", "snapshot.select.statement.overrides.orders": "SELECT 1"},
+     "'orders' is not <database>.<table>"),
+])
+def test_select_overrides_name_their_statement(extra, message):
+    with pytest.raises(ConfigError) as e:
+        _validate(extra)
+    assert [str(p) for p in e.value.problems] == [f"snapshot.select.statement.overrides: {message}"]
+
+
+def test_a_select_override_is_accepted_with_its_statement():
+    setup = _validate({"snapshot.select.statement.overrides": "inventory.orders",
+                       "snapshot.select.statement.overrides.inventory.orders":
+                           "SELECT * FROM inventory.orders WHERE deleted = 0;"})
+    assert setup.warnings == []

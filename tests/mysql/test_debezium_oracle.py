@@ -60,8 +60,15 @@ MODE_VARIANTS = {
     "m1": {"decimal.handling.mode": "string", "binary.handling.mode": "base64"},
     "m2": {"decimal.handling.mode": "double", "binary.handling.mode": "hex"},
     "m3": {"binary.handling.mode": "base64-url-safe", "bigint.unsigned.handling.mode": "precise"},
+    # Debezium's column rules (the README's "Keys"), none of which the full corpus above sets.
+    "m4": {"column.exclude.list": f"{DB}.types.lt,{DB}.types.mb", "column.truncate.to.3.chars": f"{DB}.types.tx",
+           "column.mask.with.5.chars": f"{DB}.types.c", "column.mask.hash.v2.SHA-256.with.salt.pepper": f"{DB}.types.vc",
+           "message.key.columns": f"{DB}.marker:what"},
+    "m5": {"snapshot.select.statement.overrides": f"{DB}.types",
+           f"snapshot.select.statement.overrides.{DB}.types": f"SELECT * FROM {DB}.types WHERE id <> 2"},
+    "m6": {"snapshot.include.collection.list": rf"{DB}\.mark.*"},
 }
-MODE_SERVER_IDS = {"m1": "10301", "m2": "10302", "m3": "10303"}
+MODE_SERVER_IDS = {"m1": "10301", "m2": "10302", "m3": "10303", "m4": "10304", "m5": "10305", "m6": "10306"}
 
 # What a run takes from the clock, or from where it stands in the binlog rather than from the history: set
 # aside before comparing. A binlog event's position is the history's own (the same binlog for both), so it is
@@ -371,7 +378,7 @@ def test_lakeconnect_writes_what_debezium_23_writes(captured):
 
 
 @pytest.mark.parametrize("variant", sorted(MODE_VARIANTS))
-def test_decimal_and_binary_handling_modes_write_what_debezium_writes(captured, variant):
+def test_handling_modes_and_column_rules_write_what_debezium_writes(captured, variant):
     theirs, ours = captured[variant]["debezium23"], captured[variant]["lakeconnect"]
     types = f"{captured['prefix']}{variant}.{DB}.types"
     assert types in theirs and len(theirs[types]) > 5
@@ -383,6 +390,13 @@ def test_decimal_and_binary_handling_modes_write_what_debezium_writes(captured, 
         assert fields["bl"]["type"] == "string"
     if modes.get("bigint.unsigned.handling.mode") == "precise":
         assert fields["biu"]["name"] == "org.apache.kafka.connect.data.Decimal"
+    if "column.exclude.list" in modes:
+        assert "lt" not in fields and "mb" not in fields and "tx" in fields
+    if "snapshot.include.collection.list" in modes:
+        assert not [r for r in theirs[types] if r[3] and json.loads(r[3])["payload"]["op"] == "r"]
+    if "snapshot.select.statement.overrides" in modes:
+        snapshot = [json.loads(r[3])["payload"] for r in theirs[types] if r[3]]
+        assert [p["after"]["id"] for p in snapshot if p["op"] == "r"] == [1, 3, 4]
     print(f"\n{variant} {modes}: compared {sum(len(v) for v in theirs.values())} Debezium 2.3 records on "
           f"{len(theirs)} topics")
     diffs = differences(theirs, ours)
