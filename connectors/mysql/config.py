@@ -259,24 +259,19 @@ def check(config) -> list[Problem]:
     if config[COLUMN_INCLUDE] and config[COLUMN_EXCLUDE]:
         problems.append(Problem(COLUMN_EXCLUDE, f"cannot be combined with {COLUMN_INCLUDE}; keep one"))
     try:
-        key_columns(config)
-    except ValueError as e:
-        problems.append(Problem(MESSAGE_KEY_COLUMNS, str(e)))
-    try:
         column_rules(config)
     except ValueError as e:
         problems.append(Problem(str(e.args[0]), str(e.args[1])))
     signal = config[SIGNAL_DATA_COLLECTION]
     if signal and signal.count(".") != 1:
         problems.append(Problem(SIGNAL_DATA_COLLECTION, f"'{signal}' is not <database>.<table>"))
-    try:
-        skipped_operations(config)
-    except ValueError as e:
-        problems.append(Problem(SKIPPED_OPERATIONS, str(e)))
-    try:
-        select_overrides(config)
-    except ValueError as e:
-        problems.append(Problem(SELECT_OVERRIDES, str(e)))
+    # Keys whose parsers raise ValueError with the message about them.
+    for key, parse in ((MESSAGE_KEY_COLUMNS, key_columns), (SKIPPED_OPERATIONS, skipped_operations),
+                       (SELECT_OVERRIDES, select_overrides)):
+        try:
+            parse(config)
+        except ValueError as e:
+            problems.append(Problem(key, str(e)))
     for key, _, default, _, supported, _ in _DEBEZIUM_KEYS:
         value = config[key]
         if _normal(value) not in [_normal(v) for v in supported]:

@@ -307,6 +307,8 @@ def _typed(setup: ConnectorSetup, overrides: Mapping[str, str]) -> dict[str, Any
 
 
 def _warn_unused(name: str, setup: ConnectorSetup) -> None:
-    """Kafka Connect's "supplied but isn't a known config", for each key nothing declares."""
+    """Kafka Connect's "supplied but isn't a known config", for each key nothing declares (a key's control
+    characters escaped: a key is whatever a config file or a REST body holds)."""
     for warning in setup.warnings:
-        log.warning(f"[{name}] {warning}")
+        key = json.dumps(warning.key, ensure_ascii=False)[1:-1] if warning.key else warning.key
+        log.warning(f"[{name}] {Problem(key, warning.message)}")

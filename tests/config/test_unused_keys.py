@@ -68,3 +68,20 @@ def test_validate_create_and_the_run_log_say_which_keys_were_ignored(tmp_path, w
     assert r.returncode == 0, r.stderr
     assert "WARNING [f] owner.team: not a known configuration key, ignored" in r.stderr
     assert "f task 0: batch 1 committed 2 records" in r.stdout, r.stdout
+
+
+def test_a_key_with_control_characters_cannot_forge_a_log_line():
+    import logging
+
+    from ingest.runtime.worker import _warn_unused
+
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logger = logging.getLogger("lakeconnect")
+    logger.addHandler(handler)
+    try:
+        _warn_unused("f", _validate({**FILE_SOURCE, "owner\n[2026-01-01] ERROR forged": "x"}))
+    finally:
+        logger.removeHandler(handler)
+    assert lines == ["[f] owner\\n[2026-01-01] ERROR forged: not a known configuration key, ignored"]
