@@ -67,8 +67,10 @@ MODE_VARIANTS = {
     "m5": {"snapshot.select.statement.overrides": f"{DB}.types",
            f"snapshot.select.statement.overrides.{DB}.types": f"SELECT * FROM {DB}.types WHERE id <> 2"},
     "m6": {"snapshot.include.collection.list": rf"{DB}\.mark.*"},
+    "m7": {"skipped.operations": "u,d,t"},
 }
-MODE_SERVER_IDS = {"m1": "10301", "m2": "10302", "m3": "10303", "m4": "10304", "m5": "10305", "m6": "10306"}
+MODE_SERVER_IDS = {"m1": "10301", "m2": "10302", "m3": "10303", "m4": "10304", "m5": "10305", "m6": "10306",
+                   "m7": "10307"}
 
 # What a run takes from the clock, or from where it stands in the binlog rather than from the history: set
 # aside before comparing. A binlog event's position is the history's own (the same binlog for both), so it is
@@ -392,6 +394,9 @@ def test_handling_modes_and_column_rules_write_what_debezium_writes(captured, va
         assert fields["biu"]["name"] == "org.apache.kafka.connect.data.Decimal"
     if "column.exclude.list" in modes:
         assert "lt" not in fields and "mb" not in fields and "tx" in fields
+    if "skipped.operations" in modes:
+        ops = {json.loads(r[3])["payload"]["op"] for r in theirs[types] if r[3]}
+        assert ops == {"r", "c"}, ops
     if "snapshot.include.collection.list" in modes:
         assert not [r for r in theirs[types] if r[3] and json.loads(r[3])["payload"]["op"] == "r"]
     if "snapshot.select.statement.overrides" in modes:
