@@ -78,8 +78,8 @@ class Column:
     length: int = field(default=0, compare=False)  # BINARY(n): n (the binlog drops trailing zero bytes)
     subtype: str = field(default="", compare=False)  # POINT: "point"; FLOAT(M,D): "scaled" (DOUBLE to Debezium)
     char_length: int = field(default=0, compare=False)  # CHAR/VARCHAR/TEXT: the declared length in characters
-    # The connector's decimal.handling.mode and binary.handling.mode (`with_modes`): how the value is
-    # represented, not what the column is; never stored with a layout.
+    # The connector's decimal.handling.mode, binary.handling.mode and bigint.unsigned.handling.mode
+    # (`with_modes`): how the value is represented, not what the column is; never stored with a layout.
     decimal_mode: str = field(default="precise", compare=False)
     binary_mode: str = field(default="bytes", compare=False)
     bigint_mode: str = field(default="long", compare=False)  # bigint.unsigned.handling.mode
