@@ -25,6 +25,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from connectors.mysql.types import Column
+
 FORMAT = "lakeconnect_mysql_binlog"
 SECRET_OPTION = "connection.secret.options"
 """Connection settings travel as one option whose name matches spark.redaction.regex (hidden in plans,
@@ -103,6 +105,8 @@ class BinlogReader(DataSourceReader):
         self.tables = TableFilter.from_json(json.loads(options["tables"]))
         self.chunk = int(options.get("chunk", "2048"))
         self.with_query = options.get("query", "false") == "true"
+        # The schema history's model where each segment starts (ddl.py): {"models": [...], "of": {index: i}}
+        self.models = json.loads(options.get("models", "null")) or {"models": [], "of": {}}
 
     def partitions(self) -> list[Segment]:
         return self.segments
@@ -117,8 +121,10 @@ class BinlogReader(DataSourceReader):
                                                zip(schema, zip(*records))], schema=schema)
 
         records: list[tuple] = []
+        which = self.models["of"].get(str(segment.index))
+        model = self.models["models"][which] if which is not None else None
         for record in decode(self.connection, self.server_id + 1 + segment.index % MAX_SEGMENT_IDS, segment, self.tables,
-                             self.with_query):
+                             self.with_query, model):
             records.append(record)
             if len(records) >= self.chunk:
                 yield batch(records)
@@ -144,16 +150,23 @@ def layout_id(db: str, table: str, columns_json: str) -> str:
 
 
 def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tables: Container[tuple[str, str]],
-           with_query: bool) -> Iterator[tuple]:
-    """The events of one segment as DECODED tuples, in binlog order; row events of the `tables` only."""
+           with_query: bool, model: str | None = None) -> Iterator[tuple]:
+    """The events of one segment as DECODED tuples, in binlog order; row events of the `tables` only.
+
+    `model`: the schema history's model (ddl.Schema as JSON) where the segment starts. The segment advances
+    its own copy through the DDL statements it meets, and a table map takes its columns from it (`columns_of`),
+    so rows decode whatever `binlog_row_metadata` the server writes."""
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.event import (
         MariadbAnnotateRowsEvent, MariadbGtidEvent, QueryEvent, RotateEvent, RowsQueryLogEvent, XidEvent,
     )
     from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
+    from connectors.mysql import ddl
     from connectors.mysql.rowcodec import compile_row, decode_rows, row_format
-    from connectors.mysql.types import from_table_map
+
+    schema = ddl.Schema.from_json(model) if model else None
+    unreadable: dict[tuple[str, str], str] = {}  # table -> why its columns are unknown from that statement on
 
     events = [TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, QueryEvent, XidEvent, RotateEvent,
               MariadbGtidEvent, MariadbAnnotateRowsEvent, RowsQueryLogEvent]
@@ -202,6 +215,8 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 if text.strip().upper() in ("BEGIN", "COMMIT"):
                     continue
                 db = event.schema.decode() if isinstance(event.schema, bytes) else (event.schema or "")
+                if schema is not None and DDL.match(text):
+                    advance(schema, text, db, f"{segment.file}:{start}", unreadable)
                 yield (base | n, "ddl", db, None, None, None, None, None, event.timestamp, segment.file, start, 0,
                        event.packet.server_id, gtid, thread, text)
                 n += 1
@@ -209,9 +224,15 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
             if isinstance(event, TableMapEvent):
                 if (event.schema, event.table) not in tables:
                     continue
-                columns, pk = from_table_map(event)
-                text = json.dumps({"columns": [c.to_json() for c in columns], "pk": pk}, separators=(",", ":"))
+                found = columns_of(event, schema, unreadable)
+                text = json.dumps(found, separators=(",", ":"))
                 lid = layout_id(event.schema, event.table, text)
+                if "error" in found:  # its rows cannot be read: the driver stops the batch with the message
+                    yield (base | n, "tablemap", event.schema, event.table, lid, None, None, None, event.timestamp,
+                           segment.file, start, 0, event.packet.server_id, gtid, thread, text)
+                    n += 1
+                    continue
+                columns = [Column.from_json(c) for c in found["columns"]]
                 form = row_format(event.columns, lid)
                 if form not in decoders:
                     decoders[form] = compile_row(event.columns, columns)
@@ -249,6 +270,109 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 n += 1
     finally:
         stream.close()
+
+
+DDL = re.compile(r"(?is)^\s*(/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME)\s")
+"""Statements that may change a table's columns (TRUNCATE does not)."""
+
+
+def advance(schema, text: str, db: str, where: str, unreadable: dict) -> None:
+    """The model after one statement; a table the statement changes in a way the model cannot read is
+    dropped from it and its reason kept in `unreadable` (its rows then need the binlog's own names)."""
+    from connectors.mysql import ddl
+
+    try:
+        for key in schema.apply(text, db or None):
+            unreadable.pop(key, None)
+    except ddl.Unreadable as e:
+        if e.table is not None:
+            schema.tables.pop(e.table, None)
+            unreadable[e.table] = f"the DDL statement at {where} could not be read ({e})"
+
+
+def columns_of(event, schema, unreadable: Mapping) -> dict:
+    """A table map's layout: {"columns", "pk", "from"}, or {"error"} when its rows cannot be read.
+
+    The schema history's model gives the columns when it has the table and agrees with the table map's
+    column types; the library's columns then get the names, signedness, charsets and ENUM/SET labels the
+    binlog may not carry. Where the table map has FULL metadata, its columns win (taking from the model
+    what only a catalog knows: defaults, BINARY lengths, POINT, FLOAT(M,D), character lengths) and a
+    disagreement is noted ("note") for the driver's log."""
+    from connectors.mysql.types import from_table_map
+
+    key = (event.schema, event.table)
+    entry = schema.tables.get(key) if schema is not None else None
+    full = bool(event.optional_metadata.column_name_list)
+    agrees = entry is not None and _matches(entry.columns, event.columns)
+    if full:
+        columns, pk = from_table_map(event)
+        note = None
+        if entry is not None:
+            by_name = {c.name.lower(): c for c in entry.columns}
+            if not agrees or not all(map(_same, columns, entry.columns)) or len(columns) != len(entry.columns):
+                note = "the schema history's columns differ from the binlog's own (binlog_row_metadata=FULL)"
+            columns = [c.with_catalog(by_name.get(c.name.lower())) for c in columns]
+        elif schema is not None:
+            note = "the schema history does not have this table; its columns come from the binlog"
+        out = {"columns": [c.to_json() for c in columns], "pk": pk, "from": "binlog"}
+        if note:
+            out["note"] = note
+        return out
+    if agrees:
+        for lib, c, charset in zip(event.columns, entry.columns, entry.charsets):
+            lib.name, lib.unsigned = c.name, c.unsigned
+            lib.character_set_name = charset
+            if c.family == "enum":
+                lib.enum_values = [""] + list(c.labels)
+            elif c.family == "set":
+                lib.set_values = list(c.labels)
+        return {"columns": [c.to_json() for c in entry.columns], "pk": list(entry.pk_positions()), "from": "history"}
+    where = f"{event.schema}.{event.table}"
+    if key in unreadable:
+        why = unreadable[key]
+    elif schema is None:
+        why = "the connector has no schema history for it"
+    elif entry is None:
+        why = "the schema history does not have the table"
+    else:
+        why = (f"the schema history's {len(entry.columns)} columns do not match the {len(event.columns)} the "
+               "binlog has for it")
+    return {"error": f"the binlog's rows of {where} cannot be read: {why}, and the server does not write the "
+                     "column names into the binlog (binlog_row_metadata is not FULL)",
+            "recoverable": entry is None and key not in unreadable}
+
+
+# table map type codes (the library's, ENUM/SET already resolved from their real type) of each family
+_CODES = {"tinyint": {1}, "smallint": {2}, "mediumint": {9}, "int": {3}, "bigint": {8}, "float": {4}, "double": {5},
+          "decimal": {0, 246}, "date": {10, 14}, "time": {11, 19}, "datetime": {12, 18}, "timestamp": {7, 17},
+          "year": {13}, "char": {254}, "varchar": {15, 253}, "binary": {254, 15, 253}, "text": {252},
+          "blob": {252}, "json": {245}, "enum": {247}, "set": {248}, "bit": {16}, "geometry": {255}}
+
+
+def _same(a: Column, b: Column) -> bool:
+    """One column as the binlog's FULL metadata and as the model describe it (the binlog marks only integers
+    UNSIGNED, and names keep the case of whoever wrote them last)."""
+    ints = ("tinyint", "smallint", "mediumint", "int", "bigint")
+    return (a.name.lower(), a.family, a.nullable, a.binary, a.precision, a.scale, a.fsp, a.bits, a.labels,
+            a.unsigned and a.family in ints) == (b.name.lower(), b.family, b.nullable, b.binary, b.precision,
+                                                  b.scale, b.fsp, b.bits, b.labels, b.unsigned and b.family in ints)
+
+
+def _matches(columns, lib_columns) -> bool:
+    """Whether the model's columns are the table map's: as many, each of a type the binlog writes it with
+    (and, where the table map says, the same DECIMAL precision and scale, fractional digits, BIT width)."""
+    if len(columns) != len(lib_columns):
+        return False
+    for c, lib in zip(columns, lib_columns):
+        if lib.type not in _CODES.get(c.family, ()):
+            return False
+        if c.family == "decimal" and lib.type == 246 and (c.precision, c.scale) != (lib.precision, lib.decimals):
+            return False
+        if c.family in ("time", "datetime", "timestamp") and lib.type in (17, 18, 19) and c.fsp != lib.fsp:
+            return False
+        if c.family == "bit" and c.bits != lib.bits:
+            return False
+    return True
 
 
 def _schemas(tables) -> list[str] | None:
@@ -388,19 +512,18 @@ REQUIRED_GRANTS = ("SELECT", "RELOAD", "SHOW DATABASES", "REPLICATION SLAVE", "R
 
 
 def server_problems(cur) -> list[str]:
-    """What keeps this server from being captured, each with the fix; empty when it can be."""
+    """What keeps this server from being captured, each with the fix; empty when it can be. As Debezium: the
+    binlog on, in ROW format with FULL row images; any binlog_row_metadata (the schema history knows the
+    columns; FULL metadata, where the server writes it, is a cross-check)."""
     problems = []
-    found = variables(cur, ["log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata"])
+    found = variables(cur, ["log_bin", "binlog_format", "binlog_row_image"])
     if found.get("log_bin", "OFF").upper() != "ON":
         problems.append("binary logging is off (log_bin=OFF): start the server with log_bin (and binlog_format=ROW, "
-                        "binlog_row_image=FULL, binlog_row_metadata=FULL)")
+                        "binlog_row_image=FULL)")
         return problems
-    for name, wanted in (("binlog_format", "ROW"), ("binlog_row_image", "FULL"), ("binlog_row_metadata", "FULL")):
+    for name, wanted in (("binlog_format", "ROW"), ("binlog_row_image", "FULL")):
         value = found.get(name)
-        if value is None and name == "binlog_row_metadata":
-            problems.append("the server has no binlog_row_metadata (MariaDB before 10.5, MySQL before 8.0.14): "
-                            "change events need the column names the binlog carries from those versions on")
-        elif value is not None and value.upper() != wanted:
+        if value is not None and value.upper() != wanted:
             problems.append(f"{name} is {value}, change events need {wanted}: "
                             f"SET GLOBAL {name}='{wanted}' (and in the server's configuration)")
     missing = missing_grants(cur)

@@ -32,7 +32,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from connectors.mysql import binlog
+from connectors.mysql import binlog, ddl
 from connectors.mysql import config as C
 from connectors.mysql import incremental as inc
 from connectors.mysql.binlog import Position
@@ -132,9 +132,11 @@ class MySqlSourceTask(SourceTask):
             if self.mode in (C.INITIAL, C.INITIAL_ONLY, C.WHEN_NEEDED):
                 return self._plan_snapshot(cur, None, now_ms)
             if self.mode == C.NEVER:  # Debezium: no snapshot, the binlog from its very beginning
-                first = binlog.binary_logs(cur)[0][0]
-                return self._plan_stream(cur, None, Position(first, 4), now_ms)
+                first = Position(binlog.binary_logs(cur)[0][0], 4)
+                self._seed_model(cur, first, [])  # the tables are those the binlog's DDL creates
+                return self._plan_stream(cur, None, first, now_ms)
             end = binlog.master_position(cur)  # schema_only (no_data), schema_only_recovery: from now on
+            self._seed_model(cur, end, self.tables(cur))
             return SourcePlan((PlannedRange(self.partition, None, self._offset(cur, end, now_ms)),),
                               {"kind": STREAM, "segments": [], "ts_ms": now_ms})
         if self.mode == C.INITIAL_ONLY:
@@ -184,6 +186,7 @@ class MySqlSourceTask(SourceTask):
         return out
 
     def _plan_stream(self, cur, offset, start: Position, now_ms: int) -> SourcePlan:
+        self._ensure_model(cur, start)
         state = self._signalled_state(cur, offset)
         details: dict[str, Any] = {"kind": STREAM, "ts_ms": now_ms}
         if state and not state.get("paused"):
@@ -364,22 +367,83 @@ class MySqlSourceTask(SourceTask):
         names = [d[0] for d in cur.description]
         return tuple(from_catalog(dict(zip(names, r)), mariadb) for r in cur.fetchall())
 
-    def _with_catalog(self, layout: Layout, catalog: dict) -> Layout:
-        """A table map's layout with what only the catalog knows (defaults, BINARY lengths, POINT, FLOAT(M,D)),
-        column by column where the catalog's column of that name is of the same kind. The catalog is read
-        now, not when the event was written: Debezium's own schema follows each DDL statement instead."""
-        key = (layout.db, layout.table)
-        if key not in catalog:
-            with self.cursor() as cur:
-                catalog[key] = {c.name: c for c in self._catalog_columns(cur, *key)}
-        known = catalog[key]
-        return replace(layout, columns=tuple(c.with_catalog(known.get(c.name)) for c in layout.columns))
-
     def _root(self) -> str:
         return os.path.join(self.context.lake_root, "_connect", "mysql", self.context.connector)
 
     def history_path(self) -> str:
         return os.path.join(self._root(), "schema-history")
+
+    # --- the schema history's model (ddl.py) -----------------------------------------------------------
+
+    def model_path(self) -> str:
+        return os.path.join(self._root(), "schema-model")
+
+    def _model_at(self, pos: Position) -> ddl.Schema | None:
+        """The model in effect at `pos`: the newest one stored at or before it (a batch stores the model its
+        DDL leads to at its end position; one re-read after a crash finds the one before it again)."""
+        from ingest.delta import read_arrow
+
+        found = read_arrow(self.model_path(), missing_ok=True)
+        if found is None or found.num_rows == 0:
+            return None
+        best = None
+        for row in found.to_pylist():
+            at = Position(str(row["file"]), int(row["pos"]))
+            if at <= pos and (best is None or (best[0], best[1]) < (at, int(row["written"]))
+                              or (best[0] == at and best[1] < int(row["written"]))):
+                best = (at, int(row["written"]), row["model"])
+        return ddl.Schema.from_json(best[2]) if best else None
+
+    def _store_model(self, pos: Position, model: ddl.Schema, once: bool = True) -> None:
+        """`model` as the one in effect from `pos` on; `once`: a batch's, stored once whatever retries come."""
+        import pyarrow as pa
+
+        from ingest.delta import append_arrow
+
+        table = pa.table({"file": [pos.file], "pos": [pos.pos], "written": [time.time_ns() // 1000],
+                          "model": [model.to_json()]},
+                         schema=pa.schema([("file", pa.string()), ("pos", pa.int64()), ("written", pa.int64()),
+                                           ("model", pa.string())]))
+        version = (binlog._file_number(pos.file) << 32) | pos.pos
+        append_arrow(self.model_path(), table, app_id=f"{self.context.connector}:schema-model" if once else None,
+                     version=version if once else None)
+
+    def _seed_model(self, cur, pos: Position, tables: list[tuple[str, str]]) -> ddl.Schema:
+        """The model from the catalog now (the snapshot's schema read), stored as the one in effect at `pos`."""
+        model = ddl.read_catalog(cur, tables, binlog.is_mariadb(cur))
+        cur.execute("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA")
+        for db, charset in cur.fetchall():
+            if str(db).lower() not in C.SYSTEM_DATABASES:
+                model.databases.setdefault(str(db), str(charset).lower() if charset else model.server_charset)
+        self._store_model(pos, model)
+        return model
+
+    def _ensure_model(self, cur, start: Position) -> ddl.Schema:
+        """A model where the batch starts; without one (a connector begun before the history kept one, or
+        one whose history was lost) it is read from the catalog where that is safe: in recovery mode, as
+        Debezium rebuilds its history there, or when the binlog carries the column names to check it by."""
+        model = self._model_at(start)
+        if model is not None:
+            if self.mode == C.SCHEMA_ONLY_RECOVERY:  # captured tables the history lacks, from the catalog
+                missing = [t for t in self.tables(cur) if t not in model.tables]
+                if missing:
+                    found = ddl.read_catalog(cur, missing, binlog.is_mariadb(cur))
+                    model.tables.update(found.tables)
+                    self.context.log.info(f"the schema history lacked {len(found.tables)} captured tables: read "
+                                          "from the catalog (snapshot.mode=recovery)")
+                    self._store_model(start, model, once=False)
+            return model
+        full = binlog.variables(cur, ["binlog_row_metadata"]).get("binlog_row_metadata", "").upper() == "FULL"
+        if self.mode == C.SCHEMA_ONLY_RECOVERY or full:
+            self.context.log.info(f"the schema history has no model at {start.file}:{start.pos}: read from the "
+                                  "catalog" + (" (snapshot.mode=recovery)" if not full else ""))
+            return self._seed_model(cur, start, self.tables(cur))
+        raise FatalError(
+            f"the connector has no schema history at binlog position {start.file}:{start.pos}, and the server "
+            "does not write column names into the binlog (binlog_row_metadata is not FULL): the columns of the "
+            "rows cannot be known. If no captured table has changed since that position, set "
+            "snapshot.mode=recovery to read the history from the catalog; otherwise take a new snapshot "
+            "(snapshot.mode=when_needed after `lakeconnect offsets reset`). Nothing was emitted or committed")
 
     def _plan_snapshot(self, cur, offset, now_ms: int) -> SourcePlan:
         cur.execute("SHOW STATUS LIKE 'binlog_snapshot_file'")
@@ -395,6 +459,7 @@ class MySqlSourceTask(SourceTask):
                 shutil.rmtree(os.path.join(root, old), ignore_errors=True)
         path = os.path.join(root, f"snapshot-{now_ms}")
         count, last_seq, pos = self._stage(layouts, path)
+        self._seed_model(cur, pos, self.tables(cur))
         end = self._offset(cur, pos, now_ms, snapshot=True)
         self.context.log.info(f"snapshot of {len(layouts)} tables staged: {count} rows, consistent with binlog "
                               f"position {pos.file}:{pos.pos}")
@@ -494,38 +559,77 @@ class MySqlSourceTask(SourceTask):
         d = plan.details
         s = self.settings()
         s.pop("connect_timeout", None)
-        df = (spark.read.format(binlog.FORMAT)
-              .option(binlog.SECRET_OPTION, json.dumps(s))
-              .option("server_id", str(self.server_id))
-              .option("segments", json.dumps(d["segments"]))
-              .option("tables", json.dumps(self.filter.to_json()))
-              .option("chunk", str(self.config[C.MAX_BATCH_SIZE]))
-              .option("query", "true" if self.config[C.INCLUDE_QUERY] else "false")
-              .load())
-        df = df.persist(StorageLevel.MEMORY_AND_DISK)
-        self._persisted.append(df)
-        # One pass decodes (and keeps) the range; what the driver takes from it is small: a row per table
-        # layout and per DDL statement.
-        meta = df.filter((F.col("kind") == "tablemap") | ((F.col("kind") == "ddl") & F.col("query").rlike(DDL_PATTERN))) \
-            .select("kind", "seq", "db", "tbl", "tm", "query", "file", "pos", "gtid", "server_id", "ts_sec", "thread") \
-            .collect()
-        maps = [m for m in meta if m["kind"] == "tablemap"]
-        ddl_rows = sorted((m for m in meta if m["kind"] == "ddl"), key=lambda m: m["seq"])
+        first = d["segments"][0]
+        with self.cursor() as cur:  # (a batch planned by an interrupted run is read without a plan)
+            model = self._ensure_model(cur, Position(first[1], int(first[2])))
+        start_json = model.to_json()
+
+        def decoded(segments: list, models: list[str], of: dict[str, int]) -> DataFrame:
+            df = (spark.read.format(binlog.FORMAT)
+                  .option(binlog.SECRET_OPTION, json.dumps(s))
+                  .option("server_id", str(self.server_id))
+                  .option("segments", json.dumps(segments))
+                  .option("tables", json.dumps(self.filter.to_json()))
+                  .option("chunk", str(self.config[C.MAX_BATCH_SIZE]))
+                  .option("query", "true" if self.config[C.INCLUDE_QUERY] else "false")
+                  .option("models", json.dumps({"models": models, "of": of}))
+                  .load())
+            df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            self._persisted.append(df)
+            return df
+
+        def metadata(df: DataFrame) -> tuple[list, list]:
+            # What the driver takes from the decoded range is small: a row per table layout and per DDL statement.
+            meta = df.filter((F.col("kind") == "tablemap") | ((F.col("kind") == "ddl")
+                                                              & F.col("query").rlike(DDL_PATTERN))) \
+                .select("kind", "seq", "db", "tbl", "tm", "query", "file", "pos", "gtid", "server_id", "ts_sec",
+                        "thread").collect()
+            return ([m for m in meta if m["kind"] == "tablemap"],
+                    sorted((m for m in meta if m["kind"] == "ddl"), key=lambda m: m["seq"]))
+
+        # One pass decodes (and keeps) the range, every binlog file from the model where the range starts.
+        df = decoded(d["segments"], [start_json], {str(seg[0]): 0 for seg in d["segments"]})
+        maps, ddl_rows = metadata(df)
+        starts, model = self._models_by_segment(model, d["segments"], ddl_rows)
+        # A file after one whose DDL changed a captured table is decoded again from the model it starts with.
+        captured = lambda text: ddl.Schema.from_json(text).restricted(self.filter.captures).to_json()  # noqa: E731
+        redo = [seg for seg in d["segments"][1:] if captured(starts[seg[0]]) != captured(start_json)]
+        if redo:
+            self.context.log.info(f"DDL changed captured tables: binlog files {', '.join(seg[1] for seg in redo)} "
+                                  "decoded again from the schema history where each begins")
+            models = sorted({starts[seg[0]] for seg in redo})
+            again = decoded(redo, models, {str(seg[0]): models.index(starts[seg[0]]) for seg in redo})
+            df = df.filter(~F.shiftright(F.col("seq"), binlog.SEGMENT_BITS).isin([seg[0] for seg in redo])) \
+                .unionByName(again).persist(StorageLevel.MEMORY_AND_DISK)
+            self._persisted.append(df)
+            maps, ddl_rows = metadata(df)
         ts_ms = int(d["ts_ms"])
         if ddl_rows:
             self._record_history(ddl_rows, plan.ranges[0].end)
+            end = plan.ranges[0].end
+            self._store_model(Position(str(end["file"]), int(end["pos"])), model)
         rows = df.filter(F.col("kind") == "row").select(
             "tm", "db", "tbl", "seq", "op", "before", "after", (F.col("ts_sec") * 1000).alias("src_ts_ms"),
             F.lit(None).cast("string").alias("snap"), "file", "pos", "row", "server_id", "gtid", "thread", "query")
         batches = []
-        seen, counted, catalog = set(), None, {}
+        seen, counted, noted = set(), None, set()
         for m in maps:
             if m["tm"] in seen:
                 continue
             seen.add(m["tm"])
+            found = json.loads(m["query"])
+            if "error" in found:
+                raise FatalError(
+                    f"{found['error']} (at {m['file']}:{m['pos']}). "
+                    + ("If the table has not changed since, set snapshot.mode=recovery to read its columns from "
+                       "the catalog; otherwise s" if found.get("recoverable") else "S")
+                    + "et binlog_row_metadata=FULL on the server (the binlog then names the columns), or take a "
+                      "new snapshot (snapshot.mode=when_needed after `lakeconnect offsets reset`). Nothing of this "
+                      "batch was emitted or committed")
+            if found.get("note") and (m["db"], m["tbl"]) not in noted:
+                noted.add((m["db"], m["tbl"]))
+                self.context.log.warning(f"{m['db']}.{m['tbl']} at {m['file']}:{m['pos']}: {found['note']}")
             layout = Layout.from_json(m["db"], m["tbl"], m["query"])
-            if self.filter.captures(layout.db, layout.table):
-                layout = self._with_catalog(layout, catalog)
             if self._is_signal_table(layout.db, layout.table):
                 self._record_signals(rows.filter(F.col("tm") == m["tm"]), layout, plan.ranges[0].end)
             if not self.filter.captures(layout.db, layout.table):
@@ -540,9 +644,9 @@ class MySqlSourceTask(SourceTask):
             captured = [m for m in ddl_rows if _db_only(self.filter, m["db"])]
             if captured:
                 changes = self._table_changes(ddl_rows, {m["seq"] for m in captured}, maps)
-                ddl = spark.createDataFrame([(*m, changes[m["seq"]]) for m in captured],
+                statements = spark.createDataFrame([(*m, changes[m["seq"]]) for m in captured],
                                             schema=DDL_ROWS + ", table_changes string")
-                batches.append(schema_changes(ddl, self.prefix, ts_ms))
+                batches.append(schema_changes(statements, self.prefix, ts_ms))
         if d.get("heartbeat", int(self.config[C.HEARTBEAT_INTERVAL_MS]) > 0):  # plans made before it was planned
             batches.append(self._heartbeat(plan))
         if len(batches) == 1 and counted is not None and len(d["segments"]) > 1:
@@ -553,6 +657,24 @@ class MySqlSourceTask(SourceTask):
             self._counting.append(counts)
             batches[0] = replace(batches[0], counts=counts)
         return batches
+
+    def _models_by_segment(self, model: ddl.Schema, segments: list, ddl_rows: list) -> tuple[dict[int, str], ddl.Schema]:
+        """The model (as JSON) each segment starts with, and the one after the range: `model` advanced by
+        the range's DDL statements in binlog order."""
+        starts, unreadable = {}, {}
+        rows = iter(ddl_rows)
+        row = next(rows, None)
+        for seg in segments:
+            starts[seg[0]] = model.to_json()
+            while row is not None and row["seq"] >> binlog.SEGMENT_BITS == seg[0]:
+                if binlog.DDL.match(row["query"]):
+                    binlog.advance(model, row["query"], row["db"], f"{row['file']}:{row['pos']}", unreadable)
+                row = next(rows, None)
+        for (db, table), why in unreadable.items():
+            if self.filter.captures(db, table):
+                self.context.log.warning(f"{db}.{table}: {why}; its rows need the binlog's own column names from "
+                                         "there on (binlog_row_metadata=FULL)")
+        return starts, model
 
     def _table_changes(self, ddl_rows: list, emitted: set[int], maps: list) -> dict[int, str]:
         """The `tableChanges` (JSON text, by seq) of the DDL statements `emitted`: the tables each creates or

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.mysql._cdc import connector_config, create, payloads, records, run
+
+pytestmark = pytest.mark.both_row_metadata  # NO_LOG (the server's default), then FULL: conftest.py
 
 TOPIC = "dbserver1.inventory.kafka_books"
 KEY_SCHEMA = ('{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"}],"optional":false,'

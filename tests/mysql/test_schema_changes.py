@@ -14,6 +14,8 @@ from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT
 from tests.conftest import cli
 from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, records, run
 
+pytestmark = pytest.mark.both_row_metadata  # NO_LOG (the server's default), then FULL: conftest.py
+
 DB = "lc_cdc_ddl"
 TOPIC = f"ddl.{DB}.t"
 

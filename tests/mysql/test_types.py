@@ -10,8 +10,12 @@ import uuid
 import pymysql
 import pytest
 
-from connectors.mysql import binlog
+from connectors.mysql import binlog, ddl
 from connectors.mysql.types import Column, from_catalog, zoned
+
+# Decoded at the server's default binlog_row_metadata (NO_LOG: columns from the schema history's model)
+# and at FULL (the binlog's own names, checked against it).
+pytestmark = pytest.mark.both_row_metadata
 
 DDL = """CREATE TABLE {t} (
   id INT UNSIGNED NOT NULL AUTO_INCREMENT, title VARCHAR(150) NOT NULL, d DATE, dt3 DATETIME(3), dt6 DATETIME(6),
@@ -46,17 +50,22 @@ def table(services):
     conn.close()
 
 
-def _decoded(settings, db, start, end):
+def _model(cur, db: str, table: str) -> str:
+    """The schema history's model of one table as the catalog has it now (a snapshot's schema read)."""
+    return ddl.read_catalog(cur, [(db, table)], mariadb=True).to_json()
+
+
+def _decoded(settings, cur, db, start, end):
     segs = binlog.segments(binlog.binary_logs(pymysql.connect(**settings).cursor()), start, end)
     out = []
     for seg in segs:
-        out += list(binlog.decode(settings, 7000, seg, {(db, "t")}, False))
+        out += list(binlog.decode(settings, 7000, seg, {(db, "t")}, False, _model(cur, db, "t")))
     return out
 
 
-def test_binlog_and_snapshot_sql_give_the_same_text(table):
+def test_binlog_and_snapshot_sql_give_the_same_text(table, row_metadata):
     settings, cur, db, start, end = table
-    events = _decoded(settings, db, start, end)
+    events = _decoded(settings, cur, db, start, end)
     maps = [e for e in events if e[1] == "tablemap"]
     rows = [e for e in events if e[1] == "row"]
     assert len(maps) == 1 and [r[5] for r in rows] == ["c"] * 7
@@ -64,6 +73,7 @@ def test_binlog_and_snapshot_sql_give_the_same_text(table):
     layout = json.loads(maps[0][15])
     columns = [Column.from_json(c) for c in layout["columns"]]
     assert layout["pk"] == [0]
+    assert layout["from"] == ("binlog" if row_metadata == "FULL" else "history") and "note" not in layout
     # The catalog's view of the same table is the table map's.
     cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME='t' "
                 "ORDER BY ORDINAL_POSITION", (db,))
@@ -233,6 +243,7 @@ def test_fast_row_decoder_gives_the_librarys_texts(table, monkeypatch):
     settings, cur, db, _, _ = table
     cur.execute("SET SESSION sql_mode='ALLOW_INVALID_DATES'")  # zero dates and zero-month datetimes allowed
     cur.execute(FAST_DDL.format(t=f"{db}.f"))
+    model = _model(cur, db, "f")  # before the ALTERs below, which the decoder applies to it on its way
     start = binlog.master_position(cur)
     cur.execute(f"INSERT INTO {db}.f VALUES " + ",".join(FAST_ROWS))
     cur.execute(f"UPDATE {db}.f SET v = CONCAT(v, '!'), d2 = -d2, ts0 = '2001-01-01 00:00:00' WHERE id IN (1, 2)")
@@ -250,12 +261,12 @@ def test_fast_row_decoder_gives_the_librarys_texts(table, monkeypatch):
     real_compile, real_decode = rowcodec.compile_row, rowcodec.decode_rows
     monkeypatch.setattr(rowcodec, "compile_row", lambda *a: compiled.append(real_compile(*a)) or compiled[-1])
     monkeypatch.setattr(rowcodec, "decode_rows", lambda *a: fast_events.append(real_decode(*a)) or fast_events[-1])
-    fast = [e for seg in segs for e in binlog.decode(settings, 7010, seg, {(db, "f")}, False)]
+    fast = [e for seg in segs for e in binlog.decode(settings, 7010, seg, {(db, "f")}, False, model)]
     assert len(compiled) == 3 and None not in compiled  # one per row format: VARCHAR(20), (200), (300)
     assert len(fast_events) >= 7 and all(images is not None for images in fast_events)  # every event, fast
 
     monkeypatch.setattr(rowcodec, "decode_rows", lambda *a: None)  # the library reads every event
-    slow = [e for seg in segs for e in binlog.decode(settings, 7011, seg, {(db, "f")}, False)]
+    slow = [e for seg in segs for e in binlog.decode(settings, 7011, seg, {(db, "f")}, False, model)]
     rows = [e for e in fast if e[1] == "row"]
     assert [r[5] for r in rows] == ["c"] * 4 + ["u"] * 3 + ["d"] * 2 + ["u"] * 2
     assert fast == slow

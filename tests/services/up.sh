@@ -133,7 +133,7 @@ start_mariadb() {
             --datadir="$MDB_DATA" --port="$MARIADB_PORT" --bind-address=127.0.0.1 \
             --socket="$MDB_SOCK" --pid-file="$MDB_PIDF" --log-error="$MDB_LOG" \
             --log-bin=mariadb-bin --binlog-format=ROW --binlog-row-image=FULL \
-            --binlog-row-metadata=FULL --server-id=1 \
+            --server-id=1 \
             --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
             --innodb-flush-log-at-trx-commit=2 --innodb-buffer-pool-size=512M \
             </dev/null >>"$MDB_DIR/mariadbd.out" 2>&1 9>&- &
