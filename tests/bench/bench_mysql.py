@@ -1,6 +1,7 @@
 """Benchmark of the MySQL CDC source on the private MariaDB (not a test).
 
     .venv/bin/python tests/bench/bench_mysql.py [--events 200000] [--files 4] [--snapshot-rows 1000000] [--reps 2]
+        [--row-metadata NO_LOG,FULL]
 
 It creates its own database (`lc_bench_cdc_<random>`) on the MariaDB of .services/services.env
 (`make services-up`) and drops it at the end. In one Spark process it prints:
@@ -10,6 +11,8 @@ It creates its own database (`lc_bench_cdc_<random>`) on the MariaDB of .service
   envelopes, JsonConverter with schemas, topic write, commit), against the baseline: a plain
   python-mysql-replication loop reading the same range (`freeze_schema`, row events only, every row's
   values touched) in this process. Events/s of both, the ratio (goal >= 1.0), best and median of --reps;
+  once per --row-metadata the server writes the events with (NO_LOG: MariaDB's default, the columns come
+  from the connector's schema history; FULL: the binlog names them too), in turns within each rep;
 - snapshot: an initial snapshot of a --snapshot-rows table into its topic: rows/s;
 - memory: the driver's Python RSS after the smaller and the larger batch (the data never passes through
   the driver, so it should not follow the data).
@@ -83,7 +86,10 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=4)
     ap.add_argument("--snapshot-rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--row-metadata", default="NO_LOG,FULL",
+                    help="binlog_row_metadata values to measure, comma separated (the server's is restored)")
     args = ap.parse_args()
+    metadata = [m.strip().upper() for m in args.row_metadata.split(",") if m.strip()]
 
     import pymysql
 
@@ -130,34 +136,50 @@ def main() -> None:
             reports = worker.run(name)
             return reports[0], time.perf_counter() - t
 
-        ours, base, first = [], [], 0
-        for rep in range(args.reps + 1):  # the first round is untimed: loading, code generation
-            name = connector("events", "schema_only")
-            batch(name)  # from the binlog's end
-            start = binlog.master_position(cur)
-            per_file = args.events // args.files
-            for f in range(args.files):
-                insert(cur, f"{db}.events", first + 1, per_file)
-                first += per_file
-                if f < args.files - 1:
-                    cur.execute("FLUSH BINARY LOGS")
-            end = binlog.master_position(cur)
-            n, took_base = baseline(settings, start, end, 30000 + rep)
-            report, took = batch(name)
-            assert report.records == per_file * args.files, report
-            if rep == 0:
-                print(f"warm-up: {report.records:,} events in {took:.2f} s; baseline {took_base:.2f} s")
-                continue
-            ours.append(report.records / took)
-            base.append(n / took_base)
-            print(f"  steps (ms): {report.timings_ms}")
-            print(f"binlog rep {rep}: lakeconnect {report.records:,} events in {took:.2f} s "
-                  f"({report.records / took:,.0f}/s); python-mysql-replication loop {n:,} in {took_base:.2f} s "
-                  f"({n / took_base:,.0f}/s); ratio {took_base / took:.2f}")
-        print(f"binlog events/s: lakeconnect best {max(ours):,.0f} median {statistics.median(ours):,.0f}; "
-              f"baseline best {max(base):,.0f} median {statistics.median(base):,.0f}; ratio best "
-              f"{max(o / b for o, b in zip(ours, base)):.2f} median {statistics.median(o / b for o, b in zip(ours, base)):.2f}"
-              f" (goal >= 1.0)")
+        cur.execute("SELECT @@GLOBAL.binlog_row_metadata")
+        server_metadata = cur.fetchone()[0]
+        ours = {m: [] for m in metadata}
+        base = {m: [] for m in metadata}
+        first = 0
+        try:
+            for rep in range(args.reps + 1):  # the first round is untimed: loading, code generation
+                for meta in metadata:
+                    cur.execute(f"SET GLOBAL binlog_row_metadata={meta}")
+                    name = connector("events", "schema_only")
+                    batch(name)  # from the binlog's end
+                    start = binlog.master_position(cur)
+                    per_file = args.events // args.files
+                    for f in range(args.files):
+                        insert(cur, f"{db}.events", first + 1, per_file)
+                        first += per_file
+                        if f < args.files - 1:
+                            cur.execute("FLUSH BINARY LOGS")
+                    end = binlog.master_position(cur)
+                    n, took_base = baseline(settings, start, end, 30000 + rep)
+                    report, took = batch(name)
+                    assert report.records == per_file * args.files, report
+                    if rep == 0:
+                        print(f"warm-up ({meta}): {report.records:,} events in {took:.2f} s; baseline "
+                              f"{took_base:.2f} s")
+                        continue
+                    ours[meta].append(report.records / took)
+                    base[meta].append(n / took_base)
+                    print(f"  steps (ms): {report.timings_ms}")
+                    print(f"binlog rep {rep} ({meta}): lakeconnect {report.records:,} events in {took:.2f} s "
+                          f"({report.records / took:,.0f}/s); python-mysql-replication loop {n:,} in "
+                          f"{took_base:.2f} s ({n / took_base:,.0f}/s); ratio {took_base / took:.2f}")
+        finally:
+            cur.execute(f"SET GLOBAL binlog_row_metadata={server_metadata}")
+        for meta in metadata:
+            o, b = ours[meta], base[meta]
+            print(f"binlog events/s ({meta}): lakeconnect best {max(o):,.0f} median {statistics.median(o):,.0f}; "
+                  f"baseline best {max(b):,.0f} median {statistics.median(b):,.0f}; ratio best "
+                  f"{max(x / y for x, y in zip(o, b)):.2f} median {statistics.median(x / y for x, y in zip(o, b)):.2f}"
+                  f" (goal >= 1.0)")
+        if len(metadata) > 1:
+            m0 = statistics.median(ours[metadata[0]])
+            print(" ".join(f"{metadata[0]}/{m} {m0 / statistics.median(ours[m]):.2f}" for m in metadata[1:])
+                  + f" (lakeconnect's median events/s; goal: {metadata[0]} no slower)")
         print(f"memory after the binlog batches: driver RSS {rss_mib():.0f} MiB")
 
         insert(cur, f"{db}.snap", 1, args.snapshot_rows)
