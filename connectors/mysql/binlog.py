@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import struct
 from collections.abc import Container, Iterator, Mapping
@@ -165,6 +166,9 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
     from connectors.mysql import ddl
     from connectors.mysql.rowcodec import compile_row, decode_rows, row_format
 
+    # The library warns on every connection to a server whose binlog_row_metadata is not FULL: the schema
+    # history gives the columns then, and the warning would repeat in every executor's log for nothing.
+    logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
     schema = ddl.Schema.from_json(model) if model else None
     unreadable: dict[tuple[str, str], str] = {}  # table -> why its columns are unknown from that statement on
 
