@@ -162,10 +162,6 @@ _SPATIAL = {"GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILI
             "GEOMETRYCOLLECTION", "GEOMCOLLECTION"}
 _MAX_BYTES = {"utf8mb4": 4, "utf8mb3": 3, "utf8": 3, "ucs2": 2, "utf16": 4, "utf16le": 4, "utf32": 4, "ujis": 3,
               "sjis": 2, "big5": 2, "euckr": 2, "gb2312": 2, "gbk": 2, "gb18030": 4, "cp932": 2, "eucjpms": 3}
-_COLUMN_ENDS = {"NOT", "NULL", "DEFAULT", "AUTO_INCREMENT", "UNIQUE", "PRIMARY", "KEY", "COMMENT", "COLLATE",
-                "CHARACTER", "CHARSET", "GENERATED", "AS", "ON", "CHECK", "REFERENCES", "INVISIBLE", "VISIBLE",
-                "COLUMN_FORMAT", "STORAGE", "SRID", "COMPRESSED", "PERSISTENT", "VIRTUAL", "STORED", "FIRST",
-                "AFTER", "CONSTRAINT", "WITH", "WITHOUT"}
 
 
 @dataclass
@@ -248,7 +244,7 @@ def column_definition(r: _Reader, name: str, mariadb: bool) -> Definition:
     elif t in ("DECIMAL", "DEC", "NUMERIC", "FIXED", "NUMBER"):
         family = "decimal"
         nums = _numbers(group() or [])
-        precision, scale = (nums + [10, 0])[0] if nums else 10, (nums[1] if len(nums) > 1 else 0)
+        precision, scale = (nums[0] if nums else 10), (nums[1] if len(nums) > 1 else 0)
     elif t in ("FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8"):
         family = "double" if t in ("DOUBLE", "REAL", "FLOAT8") else "float"
         nums = _numbers(group() or [])
@@ -324,12 +320,11 @@ def column_definition(r: _Reader, name: str, mariadb: bool) -> Definition:
             if family in ("char", "varchar"):
                 length = char_length if family == "char" else 0
                 family, binary, bound, char_length = "binary", True, False, 0
-        elif r.take("CHARACTER", "SET") or r.take("CHARSET") or r.take("CHAR", "SET"):
-            r.op("=")
-            charset = r.name().lower()
-        elif r.take("COLLATE"):
-            r.op("=")
-            collate = r.name().lower()
+        elif (option := _charset_option(r)) is not None:
+            if option[0] == "charset":
+                charset = option[1]
+            else:
+                collate = option[1]
         elif r.take("DEFAULT"):
             has_default = True
             default_expr = _default(r, mariadb)
@@ -805,19 +800,29 @@ def _sized(d: Definition, charset: str | None) -> Column:
     return replace(d.column, char_length=size)
 
 
+def _charset_option(r: _Reader) -> tuple[str, str] | None:
+    """("charset", name) or ("collate", name) where a CHARACTER SET, CHARSET or COLLATE clause starts."""
+    if r.take("CHARACTER", "SET") or r.take("CHARSET") or r.take("CHAR", "SET"):
+        kind = "charset"
+    elif r.take("COLLATE"):
+        kind = "collate"
+    else:
+        return None
+    r.op("=")
+    return kind, r.name().lower()
+
+
 def _db_charset(r: _Reader) -> str | None:
     charset = None
     while not r.done():
         r.take("DEFAULT")
-        if r.take("CHARACTER", "SET") or r.take("CHARSET"):
-            r.op("=")
-            charset = r.name().lower()
-        elif r.take("COLLATE"):
-            r.op("=")
-            collation = r.name().lower()
-            charset = charset or _charset_of_collation(collation)
-        else:
+        option = _charset_option(r)
+        if option is None:
             r.next()
+        elif option[0] == "charset":
+            charset = option[1]
+        else:
+            charset = charset or _charset_of_collation(option[1])
     return charset
 
 
@@ -828,12 +833,12 @@ def _table_charset(r: _Reader) -> str | None:
     while not r.done() and not r.is_op(","):
         if r.take("DEFAULT"):
             continue
-        if r.take("CHARACTER", "SET") or r.take("CHARSET"):
-            r.op("=")
-            charset = r.name().lower()
-        elif r.take("COLLATE"):
-            r.op("=")
-            collate = r.name().lower()
+        option = _charset_option(r)
+        if option is not None:
+            if option[0] == "charset":
+                charset = option[1]
+            else:
+                collate = option[1]
         elif r.is_op("("):
             r.skip_group()
         else:
@@ -856,14 +861,10 @@ def _create_item(r: _Reader, mariadb: bool) -> Definition | list[str] | None:
         names = [_key_part(part) for part in _split(r.skip_group())]
         _words_until_stop(r)
         return names
-    if r.up() in ("INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PERIOD"):
-        tok = r.peek(0)
-        nxt = r.peek(1)
-        # a column may be named `key` only back-quoted; a bare word here is the clause
-        if tok is not None and tok.kind == "word" and not (nxt is not None and nxt.kind == "word"
-                                                           and nxt.up in _INT_NAMES and tok.up == "KEY"):
-            _words_until_stop(r)
-            return None
+    # These words are reserved (a column of such a name is back-quoted), but for PERIOD (MariaDB's PERIOD FOR)
+    if r.up() in ("INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK") or r.at("PERIOD", "FOR"):
+        _words_until_stop(r)
+        return None
     name = r.name()
     return column_definition(r, name, mariadb)
 
