@@ -55,10 +55,11 @@ def test_mariadb_binlog_is_row_full_and_readable(mariadb_url):
             only_tables=[table],
         )
         try:
-            rows = [row["values"] for event in stream for row in event.rows]
+            # At NO_LOG the binlog names no column (the library calls them UNKNOWN_COL0, ...): the values, in order
+            rows = [list(row["values"].values()) for event in stream for row in event.rows]
         finally:
             stream.close()
-        assert rows == [{"id": 1, "note": "hello binlog"}]
+        assert rows == [[1, "hello binlog"]]
     finally:
         with conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {table}")
