@@ -618,6 +618,12 @@ class MySqlSourceTask(SourceTask):
                 continue
             seen.add(m["tm"])
             found = json.loads(m["query"])
+            if "error" in found and self.config["inconsistent.schema.handling.mode"].strip().lower() != "fail":
+                # Debezium's inconsistent.schema.handling.mode warn and skip: the table's rows are left out
+                if self.config["inconsistent.schema.handling.mode"].strip().lower() == "warn":
+                    self.context.log.warning(f"{found['error']} (at {m['file']}:{m['pos']}): its rows are left "
+                                             "out (inconsistent.schema.handling.mode=warn)")
+                continue
             if "error" in found:
                 raise FatalError(
                     f"{found['error']} (at {m['file']}:{m['pos']}). "
@@ -721,7 +727,7 @@ class MySqlSourceTask(SourceTask):
 
         def from_map(db: str, table: str, after: int, before: int | None) -> dict | None:
             found = next((m for m in maps if m["db"] == db and m["tbl"] == table and m["seq"] > after
-                          and (before is None or m["seq"] < before)), None)
+                          and (before is None or m["seq"] < before) and "error" not in json.loads(m["query"])), None)
             if found is None:
                 return None
             layout = Layout.from_json(db, table, found["query"])

@@ -24,9 +24,15 @@ def row_metadata(request, services):
     """The worker's MariaDB writes this binlog_row_metadata for the test (a global, read as each event is
     written); NO_LOG, the server's default, unless the test is one of the FULL runs."""
     value = getattr(request, "param", ROW_METADATA[0])
+    _set(services, value)
+    yield value
+    if value != ROW_METADATA[0]:
+        _set(services, ROW_METADATA[0])  # the server's default again, for whatever runs next
+
+
+def _set(services, value: str) -> None:
     conn = pymysql.connect(**settings(services), autocommit=True)
     try:
         conn.cursor().execute(f"SET GLOBAL binlog_row_metadata={value}")
     finally:
         conn.close()
-    yield value

@@ -107,3 +107,22 @@ def test_a_table_captured_later_is_missing_from_the_history_until_recovery(tmp_p
     r = run(worker, "cdc")
     assert "lacked 1 captured tables" in r.stderr
     assert [v["after"] for _, v in payloads(tmp_path / "lake", f"hist.{DB}.t2")] == [{"id": 1, "s": "x,y"}]
+
+
+@pytest.mark.parametrize("mode", ["warn", "skip"])
+def test_inconsistent_schema_handling_mode_leaves_out_what_the_history_does_not_know(tmp_path, services, db, mode):
+    """Debezium's inconsistent.schema.handling.mode: warn and skip leave out the rows of a table whose
+    schema the connector does not know (warn says so) and go on; the other tables' events are emitted."""
+    db("CREATE TABLE t2 (id BIGINT PRIMARY KEY)")
+    worker = create(tmp_path, "cdc", _config(services))
+    run(worker, "cdc")  # the history has t only
+    f = tmp_path / "update.json"
+    f.write_text(json.dumps({"name": "cdc", "config": _config(services, **{
+        "table.include.list": f"{DB}.t,{DB}.t2", "inconsistent.schema.handling.mode": mode})}))
+    assert cli_here("connectors", "update", str(f), worker=worker).returncode == 0
+    db("INSERT INTO t2 VALUES (1)", "INSERT INTO t VALUES (1, 'a', 1)")
+    r = run(worker, "cdc")
+    warned = f"rows of {DB}.t2 cannot be read" in r.stderr and "inconsistent.schema.handling.mode=warn" in r.stderr
+    assert warned == (mode == "warn")
+    assert [v["after"] for _, v in payloads(tmp_path / "lake", TOPIC)] == [{"id": 1, "v": "a", "n": 1}]
+    assert not (tmp_path / "lake" / "topics" / f"hist.{DB}.t2").exists()
