@@ -494,8 +494,16 @@ class Schema:
 
     def apply(self, statement: str, db: str | None) -> set[tuple[str, str]]:
         """Advance the model by one statement run with `db` as the current database; the tables it changed
-        (created, altered, renamed from or to, dropped). A statement that changes no table is ignored."""
-        r = _Reader(tokens(statement))
+        (created, altered, renamed from or to, dropped). A statement that changes no table is ignored; one
+        that cannot be read raises Unreadable (nothing else: a statement never stops the decoding)."""
+        try:
+            return self._apply(_Reader(tokens(statement)), db)
+        except Unreadable:
+            raise
+        except Exception as e:  # noqa: BLE001 - a reading this model did not foresee
+            raise Unreadable(f"the statement could not be read ({type(e).__name__})") from None
+
+    def _apply(self, r: _Reader, db: str | None) -> set[tuple[str, str]]:
         if r.take("CREATE"):
             r.take("OR", "REPLACE")
             if r.at("TEMPORARY"):
@@ -574,9 +582,10 @@ class Schema:
         key = self._key(r.qualified(db))
         try:
             return self._create_table(r, db, key, if_not)
-        except Unreadable as e:
+        except Exception as e:  # noqa: BLE001 - Unreadable, or a reading not foreseen: the table is unknown
             self.tables.pop(key, None)
-            raise Unreadable(str(e), e.table or key) from None
+            raise Unreadable(str(e) if isinstance(e, Unreadable) else f"could not be read ({type(e).__name__})",
+                             getattr(e, "table", None) or key) from None
 
     def _create_table(self, r: _Reader, db: str | None, key: tuple[str, str], if_not: bool) -> set[tuple[str, str]]:
         if if_not and key in self.tables:
@@ -630,8 +639,9 @@ class Schema:
             return set()
         try:
             return self._alter_table(r, key)
-        except Unreadable as e:
-            raise Unreadable(f"table {key[0]}.{key[1]}: {e}", key) from None
+        except Exception as e:  # noqa: BLE001 - Unreadable, or a reading not foreseen
+            why = str(e) if isinstance(e, Unreadable) else f"could not be read ({type(e).__name__})"
+            raise Unreadable(f"table {key[0]}.{key[1]}: {why}", key) from None
 
     def _alter_table(self, r: _Reader, key: tuple[str, str]) -> set[tuple[str, str]]:
         table = Table.from_json(self.tables[key].to_json())
