@@ -327,17 +327,14 @@ def select_overrides(config) -> dict[str, str]:
 
 
 def skipped_operations(config) -> frozenset[str]:
-    """`skipped.operations` as the letters of the events not written (c, u, d; t is never produced)."""
+    """`skipped.operations` as the letters of the events not written (c, u, d, t)."""
     ops = [o.strip().lower() for o in config[SKIPPED_OPERATIONS] or [] if o.strip()]
     if ops == ["none"]:
         ops = []
     unknown = [o for o in ops if o not in ("c", "u", "d", "t")]
     if unknown:
         raise ValueError(f"unknown operation '{unknown[0]}'; expected a list of c, u, d and t, or none")
-    if "t" not in ops:
-        raise ValueError("truncate events (op t) are not written by this connector yet, so t must stay in the "
-                         "list (Debezium's default, 't', skips them)")
-    return frozenset(ops) - {"t"}
+    return frozenset(ops)
 
 
 def key_columns(config) -> list[tuple[re.Pattern, list[str]]]:

@@ -8,6 +8,7 @@ texts (`types.py`), the operation and where the change happened. Each row become
     op u         one update event; when the key changed: a delete of the old key, its tombstone, and a
                  create of the new key (Debezium's primary-key update)
     op d         a delete event, then a tombstone (when `tombstones.on.delete`)
+    op t         a truncate event (TRUNCATE TABLE, unless `skipped.operations` has t): no key, no before or after
 
 Record `seq` = row seq * 4 + the record's place among its row's records, so the records keep binlog order.
 Keys, envelopes and the `source` block are Debezium 2.3's for MySQL (names, field order, optionality).
@@ -50,8 +51,8 @@ ROW_COLUMNS = ("seq", "op", "before", "after", "src_ts_ms", "snap", "file", "pos
 long, snap string (true/last for snapshot rows, null otherwise), file string, pos long, row int,
 server_id long, gtid string, thread long, query string."""
 
-READ, CREATE, UPDATE, DELETE, TOMBSTONE = range(5)
-_OP_LETTER = {READ: "r", CREATE: "c", UPDATE: "u", DELETE: "d"}
+READ, CREATE, UPDATE, DELETE, TOMBSTONE, TRUNCATE = range(6)
+_OP_LETTER = {READ: "r", CREATE: "c", UPDATE: "u", DELETE: "d", TRUNCATE: "t"}
 
 
 @dataclass(frozen=True)
@@ -192,12 +193,14 @@ class TableEvents:
         gone = [F.lit(DELETE)] + ([F.lit(TOMBSTONE)] if self.shaping.tombstones else [])
         codes = (F.when(F.col("op") == "r", F.array(F.lit(READ)))
                  .when(F.col("op") == "c", F.array(F.lit(CREATE)))
+                 .when(F.col("op") == "t", F.array(F.lit(TRUNCATE)))
                  .when(F.col("op") == "d", F.array(*gone))
                  .when(key_changed, F.array(*gone, F.lit(CREATE)))
                  .otherwise(F.array(F.lit(UPDATE))))
         # skipped.operations drops records, as Debezium's dispatcher does: a key change's delete (with its
         # tombstone) and create each by their own letter.
-        dropped = [code for letter, codes_ in (("c", (CREATE,)), ("u", (UPDATE,)), ("d", (DELETE, TOMBSTONE)))
+        dropped = [code for letter, codes_ in (("c", (CREATE,)), ("u", (UPDATE,)), ("d", (DELETE, TOMBSTONE)),
+                                               ("t", (TRUNCATE,)))
                    if letter in self.shaping.skipped for code in codes_]
         if dropped:
             codes = F.filter(codes, lambda c: ~c.isin(*dropped))
@@ -231,8 +234,9 @@ class TableEvents:
             source.alias("source"), op.alias("op"), batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms"),
             F.lit(None).cast(TRANSACTION_SCHEMA.to_spark_type()).alias("transaction"))
         value = F.when(code != TOMBSTONE, envelope)
-        if self.key_schema is not None:
-            key = F.when(code.isin(DELETE, TOMBSTONE), self._key(before)).otherwise(self._key(after))
+        if self.key_schema is not None:  # a truncate event has none (Debezium's key schema is null for it)
+            key = (F.when(code.isin(DELETE, TOMBSTONE), self._key(before))
+                   .when(code != TRUNCATE, self._key(after)))
         else:
             key = F.lit(None).cast("void")
         headers = F.lit(None).cast(_HEADERS)
@@ -464,6 +468,15 @@ def ddl_targets(query: str | None, db: str | None) -> DdlTargets:
             pos = p.end()
         return DdlTargets((), tuple(touched))
     return DdlTargets()
+
+
+def truncated(query: str | None, db: str | None) -> tuple[str, str] | None:
+    """The table a TRUNCATE statement (run in database `db`) empties; None for any other statement."""
+    m = re.match(rf"(?is)\s*(?:/\*.*?\*/\s*)*TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", query or "")
+    if not m:
+        return None
+    first, second = _unquote(m.group(1)), m.group(2)
+    return (first, _unquote(second)) if second is not None else ((db, first) if db else None)
 
 
 def _unquote(part: str) -> str:

@@ -47,6 +47,7 @@ from connectors.mysql.events import (
     schema_changes,
     shaping_of,
     table_changes_json,
+    truncated,
 )
 from connectors.mysql.types import Column, from_catalog
 from ingest.api import PlannedRange, SourcePlan, SourceTask
@@ -590,7 +591,7 @@ class MySqlSourceTask(SourceTask):
         # One pass decodes (and keeps) the range, every binlog file from the model where the range starts.
         df = decoded(d["segments"], [start_json], {str(seg[0]): 0 for seg in d["segments"]})
         maps, ddl_rows = metadata(df)
-        starts, model = self._models_by_segment(model, d["segments"], ddl_rows)
+        starts, model, truncates = self._models_by_segment(model, d["segments"], ddl_rows)
         # A file after one whose DDL changed a captured table is decoded again from the model it starts with.
         captured = lambda text: ddl.Schema.from_json(text).restricted(self.filter.captures).to_json()  # noqa: E731
         redo = [seg for seg in d["segments"][1:] if captured(starts[seg[0]]) != captured(start_json)]
@@ -643,6 +644,14 @@ class MySqlSourceTask(SourceTask):
             events, table_rows = self._events(layout), rows.filter(F.col("tm") == m["tm"]).drop("tm", "db", "tbl")
             batches.append(events.records(table_rows, ts_ms, self.prefix))
             counted = (events, table_rows)
+        if "t" not in self.shaping.skipped:  # Debezium's truncate events: skipped.operations without t
+            for m, layout in truncates:
+                # source.thread and source.query are null: a TRUNCATE is no transaction (Debezium takes the
+                # thread from its BEGIN) and has no row query
+                row = (m["seq"], "t", None, None, m["ts_sec"] * 1000, None, m["file"], m["pos"], 0, m["server_id"],
+                       m["gtid"], None, None)
+                batches.append(self._events(layout).records(spark.createDataFrame([row], schema=TRUNCATE_ROWS),
+                                                            ts_ms, self.prefix))
         if d.get("incremental"):
             batches.append(self._chunk_records(d["incremental"], rows, plan, len(d["segments"])))
         if self.config[C.INCLUDE_SCHEMA_CHANGES]:
@@ -664,10 +673,12 @@ class MySqlSourceTask(SourceTask):
             batches[0] = replace(batches[0], counts=counts)
         return batches
 
-    def _models_by_segment(self, model: ddl.Schema, segments: list, ddl_rows: list) -> tuple[dict[int, str], ddl.Schema]:
-        """The model (as JSON) each segment starts with, and the one after the range: `model` advanced by
-        the range's DDL statements in binlog order."""
-        starts, unreadable = {}, {}
+    def _models_by_segment(self, model: ddl.Schema, segments: list, ddl_rows: list
+                           ) -> tuple[dict[int, str], ddl.Schema, list[tuple[Any, Layout]]]:
+        """The model (as JSON) each segment starts with, the one after the range (`model` advanced by the
+        range's DDL statements in binlog order), and each TRUNCATE of a captured table with the table's
+        layout then."""
+        starts, unreadable, truncates = {}, {}, []
         rows = iter(ddl_rows)
         row = next(rows, None)
         for seg in segments:
@@ -675,12 +686,16 @@ class MySqlSourceTask(SourceTask):
             while row is not None and row["seq"] >> binlog.SEGMENT_BITS == seg[0]:
                 if binlog.DDL.match(row["query"]):
                     binlog.advance(model, row["query"], row["db"], f"{row['file']}:{row['pos']}", unreadable)
+                target = truncated(row["query"], row["db"])
+                if target is not None and self.filter.captures(*target) and target in model.tables:
+                    entry = model.tables[target]
+                    truncates.append((row, Layout(*target, tuple(entry.columns), entry.pk_positions())))
                 row = next(rows, None)
         for (db, table), why in unreadable.items():
             if self.filter.captures(db, table):
                 self.context.log.warning(f"{db}.{table}: {why}; its rows need the binlog's own column names from "
                                          "there on (binlog_row_metadata=FULL)")
-        return starts, model
+        return starts, model, truncates
 
     def _table_changes(self, ddl_rows: list, emitted: set[int], maps: list) -> dict[int, str]:
         """The `tableChanges` (JSON text, by seq) of the DDL statements `emitted`: the tables each creates or
@@ -857,6 +872,8 @@ MAX_DECIMAL_DIGITS = 38  # Spark's DecimalType; MySQL's DECIMAL goes to 65
 
 DDL_ROWS = ("kind string, seq long, db string, tbl string, tm string, query string, file string, pos long, "
             "gtid string, server_id long, ts_sec long, thread long")
+TRUNCATE_ROWS = ("seq long, op string, before array<string>, after array<string>, src_ts_ms long, snap string, "
+                 "file string, pos long, row int, server_id long, gtid string, thread long, query string")
 DDL_PATTERN = r"(?is)^\s*(/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\s"
 
 

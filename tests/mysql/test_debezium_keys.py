@@ -75,14 +75,18 @@ def test_a_value_debezium_does_not_know_is_refused_with_debeziums_values():
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    ("none", "truncate events (op t) are not written by this connector yet, so t must stay in the list"),
-    ("c,u", "truncate events (op t) are not written"),
     ("c,x,t", "unknown operation 'x'; expected a list of c, u, d and t, or none"),
+    ("truncate", "unknown operation 'truncate'; expected a list of c, u, d and t, or none"),
 ])
 def test_skipped_operations_are_checked(value, message):
     with pytest.raises(ConfigError) as e:
         _validate({"skipped.operations": value})
     assert len(e.value.problems) == 1 and str(e.value.problems[0]).startswith(f"skipped.operations: {message}")
+
+
+@pytest.mark.parametrize("value", ["none", "c,u", "t", "c,u,d,t"])
+def test_skipped_operations_take_debeziums_letters_truncate_included(value):
+    assert _validate({"skipped.operations": value}).warnings == []
 
 
 def test_values_are_case_insensitive_as_debeziums_enumerations():
