@@ -295,7 +295,7 @@ def column_definition(r: _Reader, name: str, mariadb: bool) -> Definition:
         family = "geometry"
         subtype = "point" if t == "POINT" else ""
     else:
-        raise Unreadable(f"column {name} has a type this connector's schema history does not know ({t[:40]})")
+        raise Unreadable(f"column {name} has a type this connector's schema history does not know ({_shown(word)})")
 
     # attributes
     default_expr: str | None = None
@@ -367,7 +367,7 @@ def column_definition(r: _Reader, name: str, mariadb: bool) -> Definition:
             pass
         else:
             raise Unreadable(f"column {name}: an attribute this connector's schema history does not know "
-                             f"({r.next().text[:40]})")
+                             f"({_shown(r.next())})")
     if charset == "binary" and family in ("char", "varchar", "text"):
         family, binary, bound = ("binary" if family != "text" else "blob"), True, False
         length = char_length if t in ("CHAR", "CHARACTER", "NCHAR") else 0
@@ -385,6 +385,11 @@ def column_definition(r: _Reader, name: str, mariadb: bool) -> Definition:
     column = replace(column, default=column.default_text(expression))
     return Definition(column, pk, charset if bound else ("binary" if binary else None), collate, bound,
                       (_one_number(args) or 0) if args is not None else 0)
+
+
+def _shown(tok: Tok) -> str:
+    """A token as an error may show it: a keyword, never a literal (a statement's values stay out of logs)."""
+    return tok.text[:40] if tok.kind == "word" else "a quoted value"
 
 
 def _value_tokens(r: _Reader) -> list[Tok]:

@@ -109,6 +109,9 @@ def test_what_it_cannot_read_on_a_tracked_table_is_an_error_naming_the_table_not
         model.apply("ALTER TABLE t ADD secret_column_name WEIRDTYPE", "d")
     assert "WEIRDTYPE" in str(e.value) and "secret" in str(e.value)  # the column and its type, what is needed
     # statements on untracked tables and those that change no table are ignored
+    with pytest.raises(ddl.Unreadable) as e:
+        model.apply("ALTER TABLE t ADD c INT 'token-s3cr3t'", "d")
+    assert "token-s3cr3t" not in str(e.value) and "a quoted value" in str(e.value)  # literals never shown
     assert model.apply("ALTER TABLE other ADD x WEIRDTYPE", "d") == set()
     assert model.apply("CREATE USER u IDENTIFIED BY 'password'", "d") == set()
     assert model.apply("TRUNCATE TABLE t", "d") == set()
