@@ -64,7 +64,7 @@ rm -f "$SVC/services.env"
 stop kafka   "$SVC/kafka/kafka.pid"        kafka.Kafka                    30
 rm -rf "$SVC/kafka/bootstrap" "$SVC/kafka/data"
 stop s3      "$SVC/moto.pid"               moto_server                    10
-for dir in "$SVC"/mariadb "$SVC"/mariadb[0-9]*; do
+for dir in "$SVC"/mariadb "$SVC"/mariadb[0-9]* "$SVC"/mariadb-tls; do
     [[ -d "$dir" ]] && stop "$(basename "$dir")" "$dir/mariadb.pid" "--datadir=$dir/data " 120
 done
 echo "down.sh: postgres (machine's cluster, left running)"

@@ -92,6 +92,29 @@ def test_each_cdc_worker_gets_a_mariadb_of_its_own(monkeypatch):
     assert seen[0][1] == seen[1][1] == 1 and seen[0][2] != seen[1][2]
 
 
+def test_the_tls_mariadb_takes_tls_only_with_up_shs_certificate(services):
+    import ssl
+
+    import pymysql
+
+    port, stores = int(services["LAKECONNECT_TEST_MARIADB_TLS_PORT"]), services["LAKECONNECT_TEST_TLS_DIR"]
+    with pytest.raises(pymysql.MySQLError, match="insecure transport|Access denied"):
+        pymysql.connect(host="127.0.0.1", port=port, user="root", ssl_disabled=True)
+    ctx = ssl.create_default_context(cafile=os.path.join(stores, "ca.pem"))  # the host name checked too
+    conn = pymysql.connect(host="127.0.0.1", port=port, user="root", ssl=ctx)
+    try:
+        cur = conn.cursor()
+        cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        assert cur.fetchone()[1]
+        cur.execute("SELECT @@log_bin, @@binlog_format, @@require_secure_transport")
+        assert cur.fetchone() == (1, "ROW", 1)
+    finally:
+        conn.close()
+    other = ssl.create_default_context(cafile=os.path.join(stores, "other-ca.pem"))
+    with pytest.raises(pymysql.MySQLError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+        pymysql.connect(host="127.0.0.1", port=port, user="root", ssl=other)
+
+
 # --- PostgreSQL -----------------------------------------------------------------------------------------
 
 def test_postgres_answers(postgres_url):

@@ -7,6 +7,12 @@
 #             can run on two pytest workers with a binlog each (tests/services/pytest.sh).
 #             $LAKECONNECT_MARIADB_INSTANCES sets how many there are (default 2).
 #             (The machine's own MariaDB on 3306 is never touched.)
+#   mariadb-tls  one more that accepts TLS connections only (require_secure_transport), for the CDC
+#             source's database.ssl.* tests: .services/mariadb-tls/, port $LAKECONNECT_MARIADB_TLS_PORT
+#             (default 3325). Its certificate (for IP 127.0.0.1 only) is signed by a CA up.sh makes
+#             under .services/tls/, with the stores a Java user has: trust.p12 (keytool's PKCS12 trust
+#             store of that CA, password changeit), client.p12 (a client certificate and key), and
+#             other-trust.p12 (another CA, which must not be trusted); PEM copies beside them.
 #   postgres  the machine's PostgreSQL on 127.0.0.1:$LAKECONNECT_POSTGRES_PORT (default 5432), started
 #             with pg_ctlcluster if it does not answer; database lakeconnect_test. If password-less
 #             access over TCP is refused, role postgres gets the password `postgres`.
@@ -32,6 +38,8 @@ WAIT="${LAKECONNECT_SERVICES_WAIT:-60}"
 
 MARIADB_PORT="${LAKECONNECT_MARIADB_PORT:-3316}"
 MARIADB_INSTANCES="${LAKECONNECT_MARIADB_INSTANCES:-2}"
+MARIADB_TLS_PORT="${LAKECONNECT_MARIADB_TLS_PORT:-3325}"
+TLS_DIR="$SVC/tls"
 PG_PORT="${LAKECONNECT_POSTGRES_PORT:-5432}"
 S3_PORT="${LAKECONNECT_S3_PORT:-5055}"
 KAFKA_PORT="${LAKECONNECT_KAFKA_PORT:-0}"
@@ -78,7 +86,9 @@ MDB_CLIENT="$(command -v mariadb || command -v mysql || true)"
 MARIADBD="$(command -v mariadbd || ls /usr/sbin/mariadbd /usr/sbin/mysqld 2>/dev/null | head -n1 || true)"
 MDB_INSTALL_DB="$(command -v mariadb-install-db || command -v mysql_install_db || true)"
 
-mdb_dir() { if (($1 == 1)); then echo "$SVC/mariadb"; else echo "$SVC/mariadb$1"; fi; }
+mdb_dir() {
+    if [[ "$1" == tls ]]; then echo "$SVC/mariadb-tls"; elif (($1 == 1)); then echo "$SVC/mariadb"; else echo "$SVC/mariadb$1"; fi
+}
 mdb_socket() {  # unix socket paths are limited to 107 bytes
     local sock="$1/mariadb.sock"
     ((${#sock} > 100)) && sock="/tmp/lakeconnect-mariadb-$(echo "$1" | sha1sum | cut -c1-12).sock"
@@ -87,14 +97,57 @@ mdb_socket() {  # unix socket paths are limited to 107 bytes
 # Set by start_mariadb for the instance it starts; the helpers below read them.
 MDB_SOCK=""
 MDB_PORT=""
-mdb_tcp()  { "$MDB_CLIENT" --no-defaults --protocol=TCP -h 127.0.0.1 -P "$MDB_PORT" -u root --connect-timeout=2 -N -B "$@"; }
+MDB_TCP_TLS=()
+mdb_tcp()  { "$MDB_CLIENT" --no-defaults --protocol=TCP -h 127.0.0.1 -P "$MDB_PORT" -u root --connect-timeout=2 "${MDB_TCP_TLS[@]}" -N -B "$@"; }
 mdb_sock() { "$MDB_CLIENT" --no-defaults --socket="$MDB_SOCK" -u root --connect-timeout=2 -N -B "$@"; }
 
-# start_mariadb K: instance K (1, 2, ...).
+# make_tls: the CAs, the TLS instance's certificate and the client's stores in $TLS_DIR (kept once made).
+make_tls() {
+    [[ -f "$TLS_DIR/other-trust.p12" ]] && return 0
+    local keytool
+    keytool="$(command -v keytool || true)"
+    [[ -z "$keytool" ]] && { fail tls "keytool (from the JDK) not found: run \`make setup\`"; return 1; }
+    rm -rf "$TLS_DIR.new" && mkdir -p "$TLS_DIR.new" && (
+        set -e
+        cd "$TLS_DIR.new"
+        ossl() { openssl "$@" 2>/dev/null; }
+        for ca in ca other-ca; do
+            ossl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 -keyout "$ca-key.pem" -out "$ca.pem" \
+                -subj "/CN=lakeconnect test $ca"
+        done
+        printf 'subjectAltName=IP:127.0.0.1\n' >server.ext
+        ossl req -newkey rsa:2048 -nodes -keyout server-key.pem -out server.csr -subj "/CN=lakeconnect test server"
+        ossl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 3650 -sha256 \
+            -extfile server.ext -out server-cert.pem
+        ossl req -newkey rsa:2048 -nodes -keyout client-key.pem -out client.csr -subj "/CN=lc_x509"
+        ossl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 3650 -sha256 \
+            -out client-cert.pem
+        ossl pkcs12 -export -in client-cert.pem -inkey client-key.pem -name client -out client.p12 \
+            -passout pass:changeit
+        "$keytool" -importcert -noprompt -alias ca -file ca.pem -keystore trust.p12 -storetype PKCS12 \
+            -storepass changeit >/dev/null 2>&1
+        "$keytool" -importcert -noprompt -alias other -file other-ca.pem -keystore other-trust.p12 \
+            -storetype PKCS12 -storepass changeit >/dev/null 2>&1
+        rm -f ./*.csr ./*.srl server.ext
+    ) || { fail tls "openssl/keytool could not make the test certificates"; return 1; }
+    rm -rf "$TLS_DIR" && mv "$TLS_DIR.new" "$TLS_DIR"
+}
+
+# start_mariadb K: instance K (1, 2, ...), or `tls`: the TLS-only one.
 start_mariadb() {
-    local k="$1" pid user_opt=() t0=$(now_us) started="" name="mariadb"
-    ((k > 1)) && name="mariadb$k"
-    local MDB_DIR MDB_DATA MDB_PIDF MDB_LOG MARIADB_PORT=$((MARIADB_PORT + k - 1))
+    local k="$1" pid user_opt=() t0=$(now_us) started="" name="mariadb" tls_opt=() pool=512M
+    MDB_TCP_TLS=()
+    if [[ "$k" == tls ]]; then
+        name="mariadb-tls" pool=64M
+        tls_opt=(--ssl-ca="$TLS_DIR/ca.pem" --ssl-cert="$TLS_DIR/server-cert.pem" --ssl-key="$TLS_DIR/server-key.pem"
+                 --require-secure-transport=ON)
+        MDB_TCP_TLS=(--ssl)
+    elif ((k > 1)); then
+        name="mariadb$k"
+    fi
+    local base_port="$MARIADB_PORT"
+    local MDB_DIR MDB_DATA MDB_PIDF MDB_LOG MARIADB_PORT
+    if [[ "$k" == tls ]]; then MARIADB_PORT="$MARIADB_TLS_PORT"; else MARIADB_PORT=$((base_port + k - 1)); fi
     MDB_DIR="$(mdb_dir "$k")"
     MDB_DATA="$MDB_DIR/data"
     MDB_PIDF="$MDB_DIR/mariadb.pid"
@@ -133,9 +186,9 @@ start_mariadb() {
             --datadir="$MDB_DATA" --port="$MARIADB_PORT" --bind-address=127.0.0.1 \
             --socket="$MDB_SOCK" --pid-file="$MDB_PIDF" --log-error="$MDB_LOG" \
             --log-bin=mariadb-bin --binlog-format=ROW --binlog-row-image=FULL \
-            --server-id=1 \
+            --server-id=1 "${tls_opt[@]}" \
             --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
-            --innodb-flush-log-at-trx-commit=2 --innodb-buffer-pool-size=512M \
+            --innodb-flush-log-at-trx-commit=2 --innodb-buffer-pool-size=$pool \
             </dev/null >>"$MDB_DIR/mariadbd.out" 2>&1 9>&- &
         pid=$!
         started=" (started"
@@ -179,7 +232,7 @@ start_mariadb() {
         fail "$name" "log_bin is not ON (got '$log_bin')"
         return 1
     fi
-    ok "$name" "127.0.0.1:$MARIADB_PORT pid $pid, log_bin=ON binlog_format=ROW$started"
+    ok "$name" "127.0.0.1:$MARIADB_PORT pid $pid, log_bin=ON binlog_format=ROW${tls_opt:+, TLS only}$started"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -375,6 +428,7 @@ start_kafka() {
 for ((k = 1; k <= MARIADB_INSTANCES; k++)); do
     start_mariadb "$k"
 done
+make_tls && start_mariadb tls
 start_postgres
 start_moto
 start_kafka
@@ -398,6 +452,8 @@ LAKECONNECT_TEST_MARIADB_USER=root
 LAKECONNECT_TEST_MARIADB_PASSWORD=
 LAKECONNECT_TEST_MARIADB_DATABASE=$DB
 LAKECONNECT_TEST_MARIADB_SOCKET=$(mdb_socket "$(mdb_dir 1)")
+LAKECONNECT_TEST_MARIADB_TLS_PORT=$MARIADB_TLS_PORT
+LAKECONNECT_TEST_TLS_DIR=$TLS_DIR
 LAKECONNECT_TEST_MARIADB_PORTS=$(for ((k = 1; k <= MARIADB_INSTANCES; k++)); do printf '%s ' $((MARIADB_PORT + k - 1)); done)
 LAKECONNECT_TEST_MARIADB_SOCKETS=$(for ((k = 1; k <= MARIADB_INSTANCES; k++)); do printf '%s ' "$(mdb_socket "$(mdb_dir "$k")")"; done)
 LAKECONNECT_TEST_POSTGRES_URL=postgresql+psycopg://$pg_auth@127.0.0.1:$PG_PORT/$DB
