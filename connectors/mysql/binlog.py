@@ -26,6 +26,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from connectors.mysql import gtid, tls
 from connectors.mysql.types import Column
 
 FORMAT = "lakeconnect_mysql_binlog"
@@ -180,7 +181,8 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
     except ImportError:  # pragma: no cover
         pass
     stream = BinLogStreamReader(
-        connection_settings=dict(connection), server_id=server_id, log_file=segment.file, log_pos=segment.start,
+        connection_settings=tls.pymysql_kwargs(connection), server_id=server_id, log_file=segment.file,
+        log_pos=segment.start,
         resume_stream=True, blocking=False, only_events=events, freeze_schema=True,
         annotate_rows_event=with_query, only_schemas=_schemas(tables),
         report_slave=REPLICA_NAME)  # listed in SHOW SLAVE HOSTS: another reader with our id is then seen
@@ -407,7 +409,7 @@ def _texts(columns, names, values: Mapping[str, Any], none_sources: Mapping[str,
 def connect(settings: Mapping[str, Any]):
     import pymysql
 
-    return pymysql.connect(**dict(settings), autocommit=True)
+    return pymysql.connect(**tls.pymysql_kwargs(settings), autocommit=True)
 
 
 def variables(cur, names: list[str]) -> dict[str, str]:
@@ -421,14 +423,24 @@ def is_mariadb(cur) -> bool:
 
 
 def master_position(cur) -> Position:
-    try:
-        cur.execute("SHOW MASTER STATUS")
-    except Exception:  # MySQL 8.4 renamed it
-        cur.execute("SHOW BINARY LOG STATUS")
+    return binlog_status(cur)[0]
+
+
+def binlog_status(cur) -> tuple[Position, str | None]:
+    """The binlog's end and, on MySQL, the GTID set executed up to it, read together (one SHOW MASTER STATUS,
+    SHOW BINARY LOG STATUS from MySQL 8.4); MariaDB's has no GTID column."""
+    cur.execute("SELECT VERSION()")
+    cur.execute(binlog_status_statement(str(cur.fetchone()[0])))
     row = cur.fetchone()
     if not row:
         raise LookupError("binary logging is off")
-    return Position(str(row[0]), int(row[1]))
+    gtids = "".join(str(row[4]).split()) if len(row) > 4 and row[4] else None
+    if gtids:
+        try:
+            gtids = str(gtid.GtidSet.parse(gtids))  # as Debezium prints a set
+        except ValueError:
+            pass  # (MySQL 8.4's tagged GTIDs: kept as the server wrote them)
+    return Position(str(row[0]), int(row[1])), gtids or None
 
 
 def binary_logs(cur) -> list[tuple[str, int]]:
@@ -447,19 +459,27 @@ def gtid_at(cur, pos: Position, mariadb: bool) -> str | None:
     return (str(row[0]) if row and row[0] is not None else None) or None
 
 
-def locate_gtid(settings: Mapping[str, Any], server_id: int, gtids: str) -> Position | None:
-    """Where the binlog continues after the MariaDB GTID position `gtids`: a short replica connection that
-    starts from it; the server names the file (a fake ROTATE), then sends the next transaction, whose GTID
-    event starts at the position wanted. None when no transaction follows `gtids` yet."""
-    stream = _MariadbGtidStream(connection_settings=dict(settings), server_id=server_id, auto_position=gtids,
-                                is_mariadb=True, blocking=False, resume_stream=True)
+def locate_gtid(settings: Mapping[str, Any], server_id: int, gtids: str, mariadb: bool = True) -> Position | None:
+    """Where the binlog continues after the GTID position `gtids` (MariaDB's, or a MySQL GTID set): a short
+    replica connection that starts from it; the server names the file (a fake ROTATE), then sends the next
+    transaction, whose GTID event starts at the position wanted. None when no transaction follows yet."""
+    if mariadb:
+        stream = _MariadbGtidStream(connection_settings=tls.pymysql_kwargs(settings), server_id=server_id,
+                                    auto_position=gtids, is_mariadb=True, blocking=False, resume_stream=True)
+        wanted = "MariadbGtidEvent"
+    else:
+        from pymysqlreplication import BinLogStreamReader
+
+        stream = BinLogStreamReader(connection_settings=tls.pymysql_kwargs(settings), server_id=server_id,
+                                    auto_position=gtids, blocking=False, resume_stream=True)
+        wanted = "GtidEvent"
     file = None
     try:
         for event in stream:
             name = type(event).__name__
             if name == "RotateEvent":
                 file = event.next_binlog
-            elif name == "MariadbGtidEvent" and file is not None and event.packet.log_pos:
+            elif name == wanted and file is not None and event.packet.log_pos:
                 return Position(file, event.packet.log_pos - event.packet.event_size)
     finally:
         stream.close()
@@ -512,7 +532,9 @@ def replica_conflicts(cur, server_id: int, span: int) -> list[str]:
     return out
 
 
-REQUIRED_GRANTS = ("SELECT", "RELOAD", "SHOW DATABASES", "REPLICATION SLAVE", "REPLICATION CLIENT")
+REQUIRED_GRANTS = ("SELECT", "SHOW DATABASES", "REPLICATION SLAVE", "REPLICATION CLIENT")
+"""What every batch needs. A snapshot that locks (snapshot.locking.mode minimal or extended on MySQL) also
+needs RELOAD, and LOCK TABLES where the global lock is refused: its lock statement names them."""
 
 
 def server_problems(cur) -> list[str]:
@@ -533,7 +555,8 @@ def server_problems(cur) -> list[str]:
     missing = missing_grants(cur)
     if missing:
         problems.append(f"the user lacks {', '.join(missing)}: GRANT {', '.join(REQUIRED_GRANTS)} ON *.* TO the "
-                        "connector's user (MariaDB 10.5+ calls REPLICATION CLIENT 'BINLOG MONITOR')")
+                        "connector's user (MariaDB 10.5+ calls REPLICATION CLIENT 'BINLOG MONITOR'), with RELOAD "
+                        "and LOCK TABLES for snapshots that lock")
     return problems
 
 
@@ -556,12 +579,44 @@ def missing_grants(cur) -> list[str]:
 
 SNAPSHOT_FORMAT = "lakeconnect_mysql_snapshot"
 SNAPSHOT_ROWS = "t int, seq long, after string"
+POSITION_ROW = -1
+"""Row t = -1: a JSON list [file, position, GTID set or null, the columns' fingerprint, the locks taken]."""
+ERROR_ROW = -2
+"""Row t = -2 (then nothing more): a JSON list [the error, "true" when running again may succeed]."""
+
+STATUS = "status"
+"""The lock-free way: MariaDB's binlog_snapshot_file/position of the consistent-snapshot transaction."""
+LOCKINGS = ("minimal", "extended", "none")
+
+FINGERPRINT_SQL = ("SELECT TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, "
+                   "COLUMN_KEY, CHARACTER_SET_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS WHERE ")
+
+
+def fingerprint(cur, tables: list[tuple[str, str]]) -> str:
+    """A digest of the columns of `tables` as the catalog has them now: equal digests, same columns."""
+    digest = hashlib.sha256()
+    if tables:
+        cur.execute(FINGERPRINT_SQL + " OR ".join(["(TABLE_SCHEMA=%s AND TABLE_NAME=%s)"] * len(tables))
+                    + " ORDER BY 1, 2, 3", [v for pair in tables for v in pair])
+        for row in cur.fetchall():
+            digest.update(json.dumps([None if v is None else str(v) for v in row]).encode())
+    return digest.hexdigest()
+
+
+def binlog_status_statement(version: str) -> str:
+    """The statement giving the binlog's end: MySQL 8.4 renamed SHOW MASTER STATUS (MariaDB keeps it)."""
+    if "mariadb" in version.lower():
+        return "SHOW MASTER STATUS"
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return "SHOW BINARY LOG STATUS" if found and (int(found[1]), int(found[2])) >= (8, 4) else "SHOW MASTER STATUS"
 
 
 class SnapshotDataSource(DataSource):
-    """Every captured table's rows, read in ONE transaction opened WITH CONSISTENT SNAPSHOT, preceded by
-    the binlog position that transaction sees (row t = -1: [file, position]). Options: the connection
-    (SECRET_OPTION), `queries` (a JSON list: one SELECT per table giving one JSON_ARRAY column), `chunk`.
+    """Every captured table's rows, read in ONE consistent-snapshot transaction, preceded by the binlog
+    position that transaction sees (the POSITION_ROW). Options: the connection (SECRET_OPTION), `queries`
+    (a JSON list: one SELECT per table giving one JSON_ARRAY column), `chunk`, `locking` (STATUS or one of
+    LOCKINGS: how the position is made to match the transaction), `tables` (JSON [[db, table]...]: the
+    captured tables, locked where the global lock is refused, and fingerprinted), `lock_timeout` (s).
     One Spark task: a transaction is one connection. Rows stream (an unbuffered cursor)."""
 
     @classmethod
@@ -575,11 +630,20 @@ class SnapshotDataSource(DataSource):
         return SnapshotReader(self.options)
 
 
+class SnapshotFailed(Exception):
+    def __init__(self, message: str, retriable: bool = False):
+        super().__init__(message)
+        self.retriable = retriable
+
+
 class SnapshotReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str]):
         self.connection = json.loads(options[SECRET_OPTION])
         self.queries = json.loads(options["queries"])
         self.chunk = int(options.get("chunk", "10000"))
+        self.locking = options.get("locking", STATUS)
+        self.tables = [tuple(t) for t in json.loads(options.get("tables", "[]"))]
+        self.lock_timeout = int(options.get("lock_timeout", "10"))
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(0)]
@@ -590,15 +654,18 @@ class SnapshotReader(DataSourceReader):
         import pymysql.cursors
 
         schema = pa.schema([("t", pa.int32()), ("seq", pa.int64()), ("after", pa.string())])
-        conn = pymysql.connect(**dict(self.connection), autocommit=True, charset="utf8mb4",
+        conn = pymysql.connect(**tls.pymysql_kwargs(self.connection), autocommit=True, charset="utf8mb4",
                                cursorclass=pymysql.cursors.SSCursor)
         try:
             cur = conn.cursor()
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-            position = json.dumps([status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")])
-            yield pa.RecordBatch.from_pydict({"t": [-1], "seq": [0], "after": [position]}, schema=schema)
+            try:
+                position, unlock_after_rows = self._begin(cur)
+            except SnapshotFailed as e:
+                yield pa.RecordBatch.from_pydict({"t": [ERROR_ROW], "seq": [0], "after": [json.dumps(
+                    [str(e), "true" if e.retriable else "false"])]}, schema=schema)
+                return
+            yield pa.RecordBatch.from_pydict({"t": [POSITION_ROW], "seq": [0], "after": [json.dumps(position)]},
+                                             schema=schema)
             seq = 1
             for t, sql in enumerate(self.queries):
                 cur.execute(sql)
@@ -610,6 +677,93 @@ class SnapshotReader(DataSourceReader):
                     yield pa.RecordBatch.from_pydict(
                         {"t": [t] * n, "seq": list(range(seq, seq + n)), "after": [r[0] for r in rows]}, schema=schema)
                     seq += n
+            if unlock_after_rows:
+                cur.execute("UNLOCK TABLES")
             cur.execute("COMMIT")
         finally:
-            conn.close()
+            conn.close()  # a task that fails or is killed drops the connection: the server releases its locks
+
+    def _begin(self, cur) -> tuple[list, bool]:
+        """Open the transaction and read its binlog position, as Debezium does on MySQL for each locking mode
+        (or MariaDB's lock-free way): [file, pos, gtids, fingerprint, locks], and whether the locks stay
+        until the rows are read."""
+        import time
+
+        import pymysql
+
+        if self.locking == STATUS:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+            return [status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position"), None,
+                    fingerprint(cur, self.tables), "none (the transaction's binlog_snapshot_file)"], False
+        cur.execute("SELECT VERSION()")
+        status_sql = binlog_status_statement(str(cur.fetchone()[0]))
+        cur.execute(f"SET SESSION lock_wait_timeout={max(1, self.lock_timeout)}")
+        locks, global_lock, table_locks, refused = "none", False, False, None
+        started = time.monotonic()
+        if self.locking != "none":
+            try:
+                cur.execute("FLUSH TABLES WITH READ LOCK")
+                global_lock, locks = True, "global read lock"
+            except pymysql.MySQLError as e:  # RDS and Aurora refuse it; so does a lock wait that times out
+                refused = _error_text(e)
+        if self.locking != "none" and not global_lock:
+            if self.tables:
+                try:
+                    cur.execute("FLUSH TABLES " + ", ".join(f"{quote(d)}.{quote(t)}" for d, t in self.tables)
+                                + " WITH READ LOCK")
+                except pymysql.MySQLError as e:
+                    raise SnapshotFailed(
+                        f"snapshot.locking.mode={self.locking} could take neither the global read lock ({refused}) "
+                        f"nor read locks on the captured tables ({_error_text(e)}). Grant the connector's user "
+                        "RELOAD and LOCK TABLES (GRANT RELOAD, LOCK TABLES ON *.* TO ...), end what holds the "
+                        "locks (or raise snapshot.lock.timeout.ms), or set snapshot.locking.mode=none; nothing "
+                        "was emitted or committed", retriable=_is_lock_wait(e)) from None
+            table_locks = True
+            locks = f"read locks on {len(self.tables)} tables (global read lock refused: {refused})"
+        try:
+            if self.locking == "none":  # Debezium's order: the position, then the transaction (see README)
+                position = self._status(cur, status_sql)
+            if not table_locks:  # a transaction's start would release table locks; the locks keep it consistent
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            if self.locking != "none":
+                position = self._status(cur, status_sql)
+            position.append(fingerprint(cur, self.tables))
+        except pymysql.MySQLError as e:
+            raise SnapshotFailed(f"cannot read the binlog position with {status_sql}: {_error_text(e)}. The user "
+                                 "needs REPLICATION CLIENT (BINLOG MONITOR on MariaDB) and the binlog must be on; "
+                                 "nothing was emitted or committed") from None
+        unlock_after_rows = table_locks or (global_lock and self.locking == "extended")
+        if global_lock and not unlock_after_rows:
+            cur.execute("UNLOCK TABLES")  # minimal: writes wait only while the position and schemas are read
+            locks += f", held {int((time.monotonic() - started) * 1000)} ms"
+        else:
+            locks += ", held until the rows were read" if unlock_after_rows else ""
+        position.append(locks)
+        return position, unlock_after_rows
+
+    @staticmethod
+    def _status(cur, sql: str) -> list:
+        cur.execute(sql)
+        row = cur.fetchone()
+        if not row:
+            raise SnapshotFailed(f"{sql} returned nothing: binary logging is off; start the server with log_bin "
+                                 "(and binlog_format=ROW, binlog_row_image=FULL). Nothing was emitted or committed")
+        gtids = str(row[4]).replace("\n", "").strip() if len(row) > 4 and row[4] else None
+        return [str(row[0]), str(row[1]), gtids or None]
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _error_text(e: Exception) -> str:
+    args = getattr(e, "args", ())
+    return f"{args[1]} (error {args[0]})" if len(args) >= 2 and isinstance(args[0], int) else type(e).__name__
+
+
+def _is_lock_wait(e: Exception) -> bool:
+    args = getattr(e, "args", ())
+    return bool(args) and args[0] in (1205, 1213)  # lock wait timeout, deadlock

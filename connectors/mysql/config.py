@@ -8,8 +8,10 @@ history lives in a Delta table beside the lake's state, and `warnings()` names t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
+from connectors.mysql import gtid, tls
 from ingest.config.configdef import ConfigDef, Importance, NonEmptyString, Range, Type, ValidString
 from ingest.errors import Problem
 
@@ -39,6 +41,10 @@ INCLUDE_QUERY = "include.query"
 MAX_BATCH_SIZE = "max.batch.size"
 CONNECT_TIMEOUT_MS = "connect.timeout.ms"
 SSL_MODE = "database.ssl.mode"
+SSL_TRUSTSTORE = "database.ssl.truststore"
+SSL_TRUSTSTORE_PASSWORD = "database.ssl.truststore.password"
+SSL_KEYSTORE = "database.ssl.keystore"
+SSL_KEYSTORE_PASSWORD = "database.ssl.keystore.password"
 SCHEMA_HISTORY_PREFIX = "schema.history.internal."
 TRUNCATE_PREFIX = "column.truncate.to."
 MASK_PREFIX = "column.mask.with."
@@ -49,6 +55,13 @@ SELECT_OVERRIDES = "snapshot.select.statement.overrides"
 SELECT_OVERRIDES_PREFIX = SELECT_OVERRIDES + "."
 PARALLEL_DECODE = "lakeconnect.binlog.parallel.decode"
 CHUNKS_PER_BATCH = "lakeconnect.incremental.snapshot.chunks.per.batch"
+GTID_INCLUDE = "gtid.source.includes"
+GTID_EXCLUDE = "gtid.source.excludes"
+SNAPSHOT_LOCKING = "snapshot.locking.mode"
+SNAPSHOT_LOCK_TIMEOUT_MS = "snapshot.lock.timeout.ms"
+SNAPSHOT_POSITION = "lakeconnect.snapshot.position"
+POSITION_AUTO = "auto"
+POSITION_BINLOG_STATUS = "binlog_status"
 
 INITIAL = "initial"
 WHEN_NEEDED = "when_needed"
@@ -140,6 +153,35 @@ def mysql_config_def() -> ConfigDef:
                 doc="Tables (<db>.<table>) whose snapshot reads the rows of the statement in "
                     "snapshot.select.statement.overrides.<db>.<table> instead of the whole table: a SELECT of "
                     "the table's columns, e.g. with a WHERE clause.", group="Snapshot")
+        .define(SSL_TRUSTSTORE, Type.STRING, None, importance=Importance.MEDIUM,
+                doc="The CAs database.ssl.mode verify_ca and verify_identity trust (the system's when unset): a "
+                    "PKCS12 store, Java's default type (keytool's), or a PEM file. Read on the driver only.",
+                group="Connection")
+        .define(SSL_TRUSTSTORE_PASSWORD, Type.PASSWORD, None, importance=Importance.MEDIUM,
+                doc="Password of database.ssl.truststore.", group="Connection")
+        .define(SSL_KEYSTORE, Type.STRING, None, importance=Importance.MEDIUM,
+                doc="The client certificate and key, for servers that ask for one (REQUIRE X509): a PKCS12 store "
+                    "or a PEM file.", group="Connection")
+        .define(SSL_KEYSTORE_PASSWORD, Type.PASSWORD, None, importance=Importance.MEDIUM,
+                doc="Password of database.ssl.keystore.", group="Connection")
+        .define(GTID_INCLUDE, Type.LIST, [], importance=Importance.LOW,
+                doc="Regular expressions of the MySQL server uuids (GTID sources) whose transactions' row changes "
+                    "are captured (all when empty), as Debezium: matched against the whole uuid, ignoring case. "
+                    "MySQL GTIDs only.", group="Filters")
+        .define(GTID_EXCLUDE, Type.LIST, [], importance=Importance.LOW,
+                doc="Regular expressions of the MySQL server uuids whose transactions' row changes are left out.",
+                group="Filters")
+        .define(SNAPSHOT_LOCK_TIMEOUT_MS, Type.LONG, 10000, Range.at_least(1), Importance.LOW,
+                doc="How long a snapshot waits for its locks (lock_wait_timeout, whole seconds, at least 1).",
+                group="Snapshot")
+        .define(SNAPSHOT_POSITION, Type.STRING, POSITION_AUTO,
+                ValidString.of(POSITION_AUTO, POSITION_BINLOG_STATUS, case_insensitive=True), Importance.LOW,
+                doc="How a snapshot's binlog position is made to match its rows. auto: on MariaDB the "
+                    "consistent-snapshot transaction's own position (binlog_snapshot_file), no lock, unless "
+                    "snapshot.locking.mode=extended; elsewhere binlog_status. binlog_status: Debezium's way on "
+                    "MySQL, on any server: snapshot.locking.mode's locks around START TRANSACTION WITH "
+                    "CONSISTENT SNAPSHOT and SHOW MASTER STATUS (SHOW BINARY LOG STATUS from MySQL 8.4).",
+                group="Snapshot")
         .define(SKIPPED_OPERATIONS, Type.LIST, ["t"], importance=Importance.LOW,
                 doc="Operations whose change events are not written: c (create), u (update), d (delete, with "
                     "its tombstone), t (truncate), or none. As Debezium, a key change's delete and create are "
@@ -166,6 +208,31 @@ def _supported_doc(default: Any, supported: tuple) -> str:
     return f" Implemented: {', '.join(map(str, supported))}; another value is refused."
 
 
+class _EveryList(tuple):
+    """The implemented values of a list key all of whose values are implemented: one value, equal to any list
+    (the check in `validate`), and a tuple equal to no other (so its doc does not read "only the default")."""
+
+    class _Any:
+        def __eq__(self, other: Any) -> bool:
+            return isinstance(other, list)
+
+        __hash__ = object.__hash__
+
+        def __str__(self) -> str:
+            return "every list of regular expressions"
+
+    def __new__(cls):
+        return super().__new__(cls, (cls._Any(),))
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other
+
+    __hash__ = tuple.__hash__
+
+
+_EVERY_LIST = _EveryList()
+
+
 # Debezium's keys whose values change what is captured or how it is shaped: (key, type, Debezium's default,
 # its values (None: any), the values implemented here, doc). A value outside the last is an error naming
 # them, never a silent difference from Debezium's events.
@@ -173,7 +240,9 @@ _DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str],
     ("decimal.handling.mode", Type.STRING, "precise", ("precise", "double", "string"), ("precise", "double", "string"),
      "DECIMAL and NUMERIC columns as Connect Decimal (precise), float64 (double) or string."),
     ("time.precision.mode", Type.STRING, "adaptive_time_microseconds", ("adaptive_time_microseconds", "connect"),
-     ("adaptive_time_microseconds",), "Temporal columns as Debezium's types by precision, or Connect's."),
+     ("adaptive_time_microseconds", "connect"),
+     "Temporal columns as Debezium's types by precision (adaptive_time_microseconds), or DATE, TIME and DATETIME "
+     "as Kafka Connect's Date, Time (millis; null outside 00:00-24:00) and Timestamp (connect)."),
     ("bigint.unsigned.handling.mode", Type.STRING, "long", ("long", "precise"), ("long", "precise"),
      "BIGINT UNSIGNED as int64 (long) or Connect Decimal (precise)."),
     ("binary.handling.mode", Type.STRING, "bytes", ("bytes", "base64", "base64-url-safe", "hex"),
@@ -181,13 +250,17 @@ _DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str],
      "Binary columns as bytes or as encoded strings."),
     ("snapshot.locking.mode", Type.STRING, "minimal", ("minimal", "minimal_percona", "extended", "none", "custom"),
      ("minimal", "extended", "none"),
-     "Locks a snapshot takes. On MariaDB the snapshot reads in a consistent-snapshot transaction whose binlog "
-     "position the server gives (binlog_snapshot_file), so it needs no lock: minimal, extended and none all "
-     "get that."),
+     "Locks a snapshot takes to match its rows with a binlog position, as Debezium on MySQL: minimal (a "
+     "global read lock while the position and schemas are read), extended (held until the rows are read), "
+     "none (no lock). Where the global lock is refused (RDS, Aurora, a lock wait past "
+     "snapshot.lock.timeout.ms), read locks on the captured tables, held until the rows are read. On MariaDB "
+     "minimal and none take no lock (see lakeconnect.snapshot.position)."),
     ("database.ssl.mode", Type.STRING, "preferred", ("disabled", "preferred", "required", "verify_ca",
-                                                     "verify_identity"), ("disabled", "preferred"),
-     "TLS to the server. Connections are not encrypted: 'preferred' (TLS when the server offers it) connects "
-     "as 'disabled' does."),
+                                                     "verify_identity"),
+     ("disabled", "preferred", "required", "verify_ca", "verify_identity"),
+     "TLS to the server, as MySQL Connector/J's sslMode: never (disabled), when offered (preferred), always "
+     "(required), with the certificate checked against database.ssl.truststore (verify_ca) and the host name "
+     "too (verify_identity)."),
     ("event.processing.failure.handling.mode", Type.STRING, "fail", ("fail", "warn", "skip", "ignore"), ("fail",),
      "What an event that cannot be processed does: fail the batch (a binlog event is never dropped)."),
     ("inconsistent.schema.handling.mode", Type.STRING, "fail", ("fail", "warn", "skip"), ("fail", "warn", "skip"),
@@ -197,16 +270,17 @@ _DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str],
      "Where signals come from: the signalling table (signal.data.collection)."),
     ("provide.transaction.metadata", Type.BOOLEAN, False, None, (False,),
      "Transaction boundary events and a transaction block in each event."),
-    ("include.schema.comments", Type.BOOLEAN, False, None, (False,),
-     "Column and table comments in schema change events and field docs."),
-    ("column.propagate.source.type", Type.LIST, [], None, ([],),
-     "Columns whose schema carries __debezium.source.column.* parameters."),
-    ("datatype.propagate.source.type", Type.LIST, [], None, ([],),
-     "Database types whose columns' schemas carry __debezium.source.column.* parameters."),
+    ("include.schema.comments", Type.BOOLEAN, False, None, (False, True),
+     "Column comments as the docs of the fields' schemas (tableChanges of schema change events keep null "
+     "comments)."),
+    ("column.propagate.source.type", Type.LIST, [], None, _EVERY_LIST,
+     "Columns (regular expressions of <db>.<table>.<column>) whose schema carries the "
+     "__debezium.source.column.type, length and scale parameters."),
+    ("datatype.propagate.source.type", Type.LIST, [], None, _EVERY_LIST,
+     "Column types (regular expressions of <db>.<table>.<type name>, e.g. .+\\.DECIMAL or .+\\.INT UNSIGNED) "
+     "whose columns' schemas carry the __debezium.source.column.type, length and scale parameters."),
     ("database.initial.statements", Type.STRING, "", None, ("",),
      "Statements run on each connection to the database when it opens."),
-    ("gtid.source.includes", Type.LIST, [], None, ([],), "GTID source uuids whose transactions are read."),
-    ("gtid.source.excludes", Type.LIST, [], None, ([],), "GTID source uuids whose transactions are not read."),
     ("heartbeat.action.query", Type.STRING, "", None, ("",), "A statement run on each heartbeat."),
     ("topic.naming.strategy", Type.STRING, "io.debezium.schema.DefaultTopicNamingStrategy", None,
      ("io.debezium.schema.DefaultTopicNamingStrategy",), "How topics are named from topic.prefix and tables."),
@@ -228,10 +302,6 @@ _NO_EFFECT_KEYS: tuple[tuple[str, Type, Any, str], ...] = (
     ("streaming.delay.ms", Type.LONG, 0, "Debezium's wait before streaming."),
     ("binlog.buffer.size", Type.INT, 0, "Debezium's look-ahead buffer of binlog events."),
     ("errors.max.retries", Type.INT, -1, "Debezium's retries of retriable errors (the scheduler retries here)."),
-    ("database.ssl.keystore", Type.STRING, None, "Key store of a TLS client certificate."),
-    ("database.ssl.keystore.password", Type.PASSWORD, None, "Password of database.ssl.keystore."),
-    ("database.ssl.truststore", Type.STRING, None, "Trust store of the server's certificate."),
-    ("database.ssl.truststore.password", Type.PASSWORD, None, "Password of database.ssl.truststore."),
 )
 
 
@@ -259,6 +329,13 @@ def check(config) -> list[Problem]:
         problems.append(Problem(TABLE_EXCLUDE, f"cannot be combined with {TABLE_INCLUDE}; keep one"))
     if config[COLUMN_INCLUDE] and config[COLUMN_EXCLUDE]:
         problems.append(Problem(COLUMN_EXCLUDE, f"cannot be combined with {COLUMN_INCLUDE}; keep one"))
+    try:
+        gtid_sources(config)
+    except ValueError as e:
+        key = GTID_EXCLUDE if config[GTID_EXCLUDE] else GTID_INCLUDE
+        both = config[GTID_INCLUDE] and config[GTID_EXCLUDE]
+        problems.append(Problem(key, str(e).removeprefix(f"{key}: ")
+                                + (f" Keep one of {GTID_INCLUDE} and {GTID_EXCLUDE}." if both else "")))
     try:
         column_rules(config)
     except ValueError as e:
@@ -299,6 +376,22 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return f"'{value}'" if value != "" else "an empty value"
+
+
+def connection_settings(config) -> dict[str, Any]:
+    """The settings every connection to the server takes (tls.pymysql_kwargs makes them pymysql's); a store
+    that cannot be used raises tls.StoreError."""
+    return {"host": config[HOSTNAME], "port": int(config[PORT]), "user": config[USER],
+            "password": config.secret(PASSWORD) or "",
+            "connect_timeout": max(1, int(config[CONNECT_TIMEOUT_MS]) // 1000),
+            "tls": tls.settings_of(config[SSL_MODE], config[SSL_TRUSTSTORE], config.secret(SSL_TRUSTSTORE_PASSWORD),
+                                   config[SSL_KEYSTORE], config.secret(SSL_KEYSTORE_PASSWORD))}
+
+
+def gtid_sources(config) -> Callable[[str], bool] | None:
+    """Debezium's filter of GTID sources (gtid.source.includes/excludes): None when both are empty."""
+    includes, excludes = config[GTID_INCLUDE] or [], config[GTID_EXCLUDE] or []
+    return gtid.source_filter(includes, excludes) if includes or excludes else None
 
 
 def snapshot_includes(config, db: str, table: str) -> bool:
@@ -355,9 +448,12 @@ def column_rules(config) -> list[tuple[str, Any, list[re.Pattern]]]:
     (length of the asterisk string), hash ((algorithm, salt))."""
     rules = []
     for key, value in config.originals.items():
-        if not isinstance(key, str):
-            continue
-        patterns = [re.compile(p.strip()) for p in str(value or "").split(",") if p.strip()]
+        if not isinstance(key, str) or not key.startswith((TRUNCATE_PREFIX, MASK_PREFIX, HASH_PREFIX)):
+            continue  # (another key's value may be anything: a password, a statement)
+        try:
+            patterns = [re.compile(p.strip()) for p in str(value or "").split(",") if p.strip()]
+        except re.error as e:
+            raise ValueError(key, f"a column is named by regular expressions, and one here is not: {e}") from None
         if key.startswith(TRUNCATE_PREFIX) or key.startswith(MASK_PREFIX):
             prefix = TRUNCATE_PREFIX if key.startswith(TRUNCATE_PREFIX) else MASK_PREFIX
             n = key[len(prefix):]

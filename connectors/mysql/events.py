@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column as SparkColumn
@@ -89,6 +89,13 @@ class Shaping:
     decimal_mode: str = "precise"  # decimal.handling.mode
     binary_mode: str = "bytes"  # binary.handling.mode
     bigint_mode: str = "long"  # bigint.unsigned.handling.mode
+    time_mode: str = "adaptive_time_microseconds"  # time.precision.mode
+    comments: bool = False  # include.schema.comments: column comments as field docs
+    propagate: tuple[re.Pattern, ...] = ()  # column.propagate.source.type: <db>.<table>.<column>
+    propagate_types: tuple[re.Pattern, ...] = ()  # datatype.propagate.source.type: <db>.<table>.<type name>
+    # (db, table) -> {lower-case column name: (its kind, its SourceColumn)} as the server's catalog has them
+    # now (`catalog_lookup`); asked only when comments or source types are wanted.
+    catalog: Callable[[str, str], dict] | None = field(default=None, compare=False)
 
     def topic(self, db: str, table: str) -> str:
         return f"{self.prefix}.{db}.{table}"
@@ -117,9 +124,11 @@ class TableEvents:
 
     def __init__(self, layout: Layout, shaping: Shaping):
         layout = replace(layout, columns=tuple(c.with_modes(shaping.decimal_mode, shaping.binary_mode,
-                                                            shaping.bigint_mode) for c in layout.columns))
+                                                            shaping.bigint_mode, shaping.time_mode)
+                                               for c in layout.columns))
         self.layout = layout
         self.shaping = shaping
+        self.sources = _source_columns(layout, shaping)
         self.topic = shaping.topic(layout.db, layout.table)
         self.key_positions = shaping.key_of(layout)
         self.kept = [i for i, c in enumerate(layout.columns) if shaping.keeps(layout.db, layout.table, c.name)]
@@ -130,8 +139,8 @@ class TableEvents:
         # Debezium keeps optional.
         chosen = self.key_positions != layout.pk
         self.key_schema = (S.struct(f"{self.topic}.Key", *[
-            (layout.columns[i].name, layout.columns[i].connect_schema() if chosen
-             else _required(layout.columns[i].connect_schema())) for i in self.key_positions])
+            (layout.columns[i].name, self._schema(i) if chosen else _required(self._schema(i)))
+            for i in self.key_positions])
             if self.key_positions else None)
         self.value_schema = S.struct(
             f"{self.topic}.Envelope", ("before", row), ("after", row), ("source", SOURCE_SCHEMA),
@@ -139,17 +148,41 @@ class TableEvents:
             version=1)
 
     def _rules(self, i: int) -> list[tuple[str, object]]:
+        """The column mapper Debezium's ColumnMappers.mapperFor picks: the first rule matching the column, in
+        the order ColumnMappers.create defines them (truncate, mask, column.propagate.source.type,
+        datatype.propagate.source.type, then hash): one at most."""
         name = f"{self.layout.db}.{self.layout.table}.{self.layout.columns[i].name}"
-        return [(kind, arg) for kind, arg, patterns in self.shaping.rules if any(p.fullmatch(name) for p in patterns)]
+        type_name = f"{self.layout.db}.{self.layout.table}.{self.sources[i].type_name}"  # fullyQualifiedColumnDatatype
+        order = {"truncate": 0, "mask": 1, "hash": 4}
+        found = [(order[kind], kind, arg) for kind, arg, patterns in self.shaping.rules
+                 if any(p.fullmatch(name) for p in patterns)]
+        if any(p.fullmatch(name) for p in self.shaping.propagate):
+            found.append((2, "propagate", None))
+        if any(p.fullmatch(type_name) for p in self.shaping.propagate_types):
+            found.append((3, "propagate", None))
+        if not found:
+            return []
+        first = min(found, key=lambda r: r[0])  # stable: among rules of a kind, the configuration's order
+        return [(first[1], first[2])]
+
+    def _schema(self, i: int) -> S.ConnectSchema:
+        """The column's schema, with the column's comment as its doc when include.schema.comments
+        (TableSchemaBuilder.addField, for key and value fields alike)."""
+        schema = self.layout.columns[i].connect_schema()
+        comment = self.sources[i].comment
+        return replace(schema, doc=comment) if self.shaping.comments and comment is not None else schema
 
     def _value_schema(self, i: int) -> S.ConnectSchema:
-        """The column's schema; a column rule adds the parameter Debezium's column mapper adds (the schema
-        keeps its default, unmasked, as Debezium's does)."""
-        schema = self.layout.columns[i].connect_schema()
-        if schema.type != "string":
-            return schema
+        """The column's schema; a column rule adds the parameters Debezium's column mapper adds after the
+        type's own (the schema keeps its default, unmasked, as Debezium's does)."""
+        schema = self._schema(i)
         for kind, arg in self._rules(i):
-            added = (("masked", "true"),) if kind in ("mask", "hash") else (("truncateLength", str(arg)),)
+            if kind == "propagate":
+                added = self.sources[i].parameters(self.shaping.comments)
+            elif schema.type != "string":
+                continue
+            else:
+                added = (("masked", "true"),) if kind in ("mask", "hash") else (("truncateLength", str(arg)),)
             schema = replace(schema, parameters=schema.parameters + added)
         return schema
 
@@ -270,6 +303,11 @@ def shaping_of(config) -> Shaping:
     from connectors.mysql import config as C
 
     flags = re.IGNORECASE
+    # Debezium's Predicates.includes: each regular expression matches the whole name, ignoring case
+    propagate = tuple(re.compile(p.strip(), flags) for p in config["column.propagate.source.type"] or [] if p.strip())
+    propagate_types = tuple(re.compile(p.strip(), flags) for p in config["datatype.propagate.source.type"] or []
+                            if p.strip())
+    comments = bool(config["include.schema.comments"])
     return Shaping(
         prefix=config[C.TOPIC_PREFIX],
         tombstones=bool(config[C.TOMBSTONES_ON_DELETE]),
@@ -282,7 +320,88 @@ def shaping_of(config) -> Shaping:
         decimal_mode=config["decimal.handling.mode"].strip().lower(),
         binary_mode=config["binary.handling.mode"].strip().lower(),
         bigint_mode=config["bigint.unsigned.handling.mode"].strip().lower(),
+        time_mode=config["time.precision.mode"].strip().lower(),
+        comments=comments,
+        propagate=propagate,
+        propagate_types=propagate_types,
+        catalog=catalog_lookup(config) if propagate or propagate_types or comments else None,
     )
+
+
+@dataclass(frozen=True)
+class SourceColumn:
+    """A column as Debezium's own table model has it (its DDL parser's reading of SHOW CREATE TABLE): the
+    type name (upper case, with UNSIGNED/ZEROFILL), length and scale as `_column` gives them for
+    tableChanges, and the comment as the statement spells it (only its quotes taken off)."""
+
+    type_name: str
+    length: int | None = None
+    scale: int | None = None
+    comment: str | None = None
+
+    def parameters(self, comments: bool) -> tuple[tuple[str, str], ...]:
+        """PropagateSourceTypeToSchemaParameter.alterFieldSchema's parameters, in its order (the comment only
+        when the model has one: include.schema.comments)."""
+        out = [("__debezium.source.column.type", self.type_name.upper())]
+        if self.length is not None:
+            out.append(("__debezium.source.column.length", str(self.length)))
+        if self.scale is not None:
+            out.append(("__debezium.source.column.scale", str(self.scale)))
+        if comments and self.comment:
+            out.append(("__debezium.source.column.comment", self.comment))
+        return tuple(out)
+
+
+def catalog_lookup(config) -> Callable[[str, str], dict[str, tuple[Column, SourceColumn]]]:
+    """A function giving a table's columns as the catalog has them now: {name: (kind, SourceColumn)}. A binlog
+    table map has neither type texts nor comments, so a table's are read when its events are built (as its
+    defaults are: see the oracle's "defaults before a later DDL")."""
+    def lookup(db: str, table: str) -> dict[str, tuple[Column, SourceColumn]]:
+        from connectors.mysql import binlog
+        from connectors.mysql import config as C
+
+        conn = binlog.connect(C.connection_settings(config))
+        try:
+            cur = conn.cursor()
+            mariadb = binlog.is_mariadb(cur)
+            cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+                        "ORDER BY ORDINAL_POSITION", (db, table))
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        finally:
+            conn.close()
+        out = {}
+        for row in rows:
+            described = _catalog_column(row, None, mariadb)
+            out[str(row["COLUMN_NAME"]).lower()] = (from_catalog(row, mariadb), SourceColumn(
+                described["typeName"], described["length"], described["scale"],
+                _shown_comment(row.get("COLUMN_COMMENT"))))
+        return out
+    return lookup
+
+
+def _shown_comment(text) -> str | None:
+    """A COMMENT as Debezium's parser keeps it: the literal SHOW CREATE TABLE prints (a quote doubled; a
+    backslash, newline, carriage return or NUL escaped with a backslash), without its quotes; none when empty."""
+    if not text:
+        return None
+    escapes = {"'": "''", "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\0": "\\0"}
+    return "".join(escapes.get(ch, ch) for ch in str(text))
+
+
+def _source_columns(layout: Layout, shaping: Shaping) -> tuple[SourceColumn, ...]:
+    """Each column's SourceColumn: the catalog's when it has a column of that name and kind, else what the
+    layout tells (the type `layout_structure` describes, no comment)."""
+    wanted = shaping.catalog is not None and (shaping.comments or shaping.propagate or shaping.propagate_types)
+    found = shaping.catalog(layout.db, layout.table) if wanted else {}
+    out = []
+    for i, c in enumerate(layout.columns):
+        kind, source = found.get(c.name.lower(), (None, None))
+        if source is None or not _same_kind(c, kind):
+            described = _layout_column(c, i + 1, None)
+            source = SourceColumn(described["typeName"], described["length"], described["scale"])
+        out.append(source)
+    return tuple(out)
 
 
 def union_rows(frames: Sequence[DataFrame]) -> DataFrame:
@@ -582,21 +701,26 @@ def layout_structure(layout: Layout, charset: str | None, reference: Structure |
             column = dict(next(x for x in reference.table["columns"] if x["name"] == c.name))
             column["position"] = i + 1
         else:
-            base = _FAMILY_TYPES.get(c.family, c.family)
-            dims: list[str] = []
-            if c.family == "decimal":
-                dims = [str(c.precision or 10), str(c.scale or 0)]
-            elif c.family in ("datetime", "timestamp", "time") and c.fsp:
-                dims = [str(c.fsp)]
-            elif c.family == "bit":
-                dims = [str(c.bits or 1)]
-            labels = (["'" + x.replace("'", "''") + "'" for x in c.labels] if c.family in ("enum", "set") else None)
-            column = _column(c.name, i + 1, base, dims, labels, ["unsigned"] if c.unsigned else [], c.nullable,
-                             None, charset, None, False)
+            column = _layout_column(c, i + 1, charset)
         if c.name in pk:
             column["optional"] = False
         out.append(column)
     return {"defaultCharsetName": charset, "primaryKeyColumnNames": pk, "columns": out, "comment": None}
+
+
+def _layout_column(c: Column, position: int, charset: str | None) -> dict:
+    """A column's structure from what a table map tells of it (`layout_structure`)."""
+    base = _FAMILY_TYPES.get(c.family, c.family)
+    dims: list[str] = []
+    if c.family == "decimal":
+        dims = [str(c.precision or 10), str(c.scale or 0)]
+    elif c.family in ("datetime", "timestamp", "time") and c.fsp:
+        dims = [str(c.fsp)]
+    elif c.family == "bit":
+        dims = [str(c.bits or 1)]
+    labels = (["'" + x.replace("'", "''") + "'" for x in c.labels] if c.family in ("enum", "set") else None)
+    return _column(c.name, position, base, dims, labels, ["unsigned"] if c.unsigned else [], c.nullable,
+                   None, charset, None, False)
 
 
 def _same_kind(a: Column, b: Column) -> bool:

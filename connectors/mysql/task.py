@@ -6,12 +6,15 @@ batch starts: always a transaction boundary, the server's binlog end when the ba
 `ts_sec`, and `snapshot` (true on the offset a snapshot batch commits).
 
 Snapshot (blocking, the first batch of modes initial, initial_only and when_needed): one query in a
-transaction opened WITH CONSISTENT SNAPSHOT reads every captured table and, in the same statement, the
-binlog position that transaction sees (MariaDB's `binlog_snapshot_file/position`): no lock is taken. The
-rows are staged at plan time into a Delta table named in the plan, so a batch resumed after a crash emits
-exactly the rows it planned. (MySQL 8 has no binlog_snapshot_* status: the MySQL way is a short
-`FLUSH TABLES WITH READ LOCK` around `START TRANSACTION WITH CONSISTENT SNAPSHOT` and `SHOW MASTER STATUS`,
-as Debezium does; this connector refuses to snapshot a server without the status and names that fix.)
+transaction opened WITH CONSISTENT SNAPSHOT reads every captured table, and the binlog position that
+transaction sees, on one executor. On MariaDB the server gives that position (`binlog_snapshot_file`): no
+lock is taken. Elsewhere (or with lakeconnect.snapshot.position=binlog_status) snapshot.locking.mode's
+locks make SHOW MASTER STATUS match the transaction, as Debezium takes them: minimal holds a global read
+lock while the position and the columns' fingerprint are read; extended until the rows are read; none
+takes none; where the global lock is refused, read locks on the captured tables until the rows are read.
+The columns' fingerprint before the plan, in the transaction and after the schema history is seeded must
+agree (a DDL racing the snapshot makes the next run take it again). The rows are staged at plan time into
+a Delta table named in the plan, so a batch resumed after a crash emits exactly the rows it planned.
 
 Streaming: plan takes the server's binlog end; read decodes (start, end] on executors (binlog.py), one
 Spark task per binlog file, and turns each table layout's rows into Debezium's events (events.py).
@@ -32,7 +35,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from connectors.mysql import binlog, ddl
+from connectors.mysql import binlog, ddl, gtid, tls
 from connectors.mysql import config as C
 from connectors.mysql import incremental as inc
 from connectors.mysql.binlog import Position
@@ -51,7 +54,7 @@ from connectors.mysql.events import (
 )
 from connectors.mysql.types import Column, from_catalog
 from ingest.api import PlannedRange, SourcePlan, SourceTask
-from ingest.errors import FatalError, LakeConnectError
+from ingest.errors import FatalError, LakeConnectError, RetriableError
 from ingest.jvm import batch_constant
 from ingest.records import RecordBatch, counted_in_background
 from ingest.state.tables import canonical_json
@@ -70,6 +73,7 @@ class MySqlSourceTask(SourceTask):
         self.shaping = shaping_of(config)
         self.server_id: int = int(config[C.SERVER_ID])
         self._conn = None
+        self._settings: dict[str, Any] | None = None
         self._checked = False
         self._persisted: list[DataFrame] = []
         self._counting: list = []  # the batch's background counts (counted_in_background)
@@ -77,9 +81,13 @@ class MySqlSourceTask(SourceTask):
     # --- connection --------------------------------------------------------------------------------
 
     def settings(self) -> dict[str, Any]:
-        return {"host": self.config[C.HOSTNAME], "port": int(self.config[C.PORT]), "user": self.config[C.USER],
-                "password": self.config.secret(C.PASSWORD) or "",
-                "connect_timeout": max(1, int(self.config[C.CONNECT_TIMEOUT_MS]) // 1000)}
+        """The connection settings every connection takes (tls.pymysql_kwargs makes them pymysql's)."""
+        if self._settings is None:
+            try:
+                self._settings = C.connection_settings(self.config)
+            except tls.StoreError as e:
+                raise FatalError(f"{e.args[0]}: {e.args[1]}; nothing was emitted or committed") from None
+        return dict(self._settings)
 
     def where(self) -> str:
         return f"{self.config[C.HOSTNAME]}:{self.config[C.PORT]}"
@@ -92,7 +100,12 @@ class MySqlSourceTask(SourceTask):
                 self._conn = binlog.connect(self.settings())
             except pymysql.MySQLError as e:
                 raise FatalError(f"cannot connect to {self.where()} as {self.config[C.USER]}: {_db_message(e)}; "
-                                 f"check {C.HOSTNAME}, {C.PORT}, {C.USER} and {C.PASSWORD}") from None
+                                 + (f"check {C.SSL_MODE} and the server's TLS set-up (its certificate, "
+                                    f"{C.SSL_TRUSTSTORE}, {C.SSL_KEYSTORE})" if _tls_failure(e) else
+                                    f"check {C.HOSTNAME}, {C.PORT}, {C.USER} and {C.PASSWORD}"
+                                    + (f" (a user that REQUIRE SSL or X509 is refused this way without TLS: "
+                                       f"{C.SSL_MODE}=disabled)"
+                                       if self.settings()["tls"]["mode"] == "disabled" else ""))) from None
         return self._conn.cursor()
 
     def close(self) -> None:
@@ -116,6 +129,9 @@ class MySqlSourceTask(SourceTask):
                             "choose a database.server.id no other replica or connector of this server uses")
         if problems:
             raise FatalError(f"MySQL server {self.where()} cannot be captured: " + "; ".join(problems))
+        if C.gtid_sources(self.config) is not None and binlog.is_mariadb(cur):
+            self.context.log.warning(f"{C.GTID_INCLUDE}/{C.GTID_EXCLUDE} filter MySQL GTIDs (server uuids): "
+                                     "MariaDB's GTIDs have none, so they filter nothing here, as with Debezium")
         self._checked = True
 
     @property
@@ -136,9 +152,9 @@ class MySqlSourceTask(SourceTask):
                 first = Position(binlog.binary_logs(cur)[0][0], 4)
                 self._seed_model(cur, first, [])  # the tables are those the binlog's DDL creates
                 return self._plan_stream(cur, None, first, now_ms)
-            end = binlog.master_position(cur)  # schema_only (no_data), schema_only_recovery: from now on
+            end, gtids = binlog.binlog_status(cur)  # schema_only (no_data), schema_only_recovery: from now on
             self._seed_model(cur, end, self.tables(cur))
-            return SourcePlan((PlannedRange(self.partition, None, self._offset(cur, end, now_ms)),),
+            return SourcePlan((PlannedRange(self.partition, None, self._offset(cur, end, now_ms, gtids=gtids)),),
                               {"kind": STREAM, "segments": [], "ts_ms": now_ms})
         if self.mode == C.INITIAL_ONLY:
             return SourcePlan(())
@@ -150,10 +166,15 @@ class MySqlSourceTask(SourceTask):
     def _resume_position(self, cur, offset: Mapping[str, Any]) -> Position | None:
         start = Position(str(offset["file"]), int(offset["pos"]))
         names = [name for name, _ in binlog.binary_logs(cur)]
+        gtids = offset.get("gtids")
+        mariadb = binlog.is_mariadb(cur)
+        if gtids and not mariadb:
+            cur.execute("SELECT @@server_id")
+            if start.file not in names or int(cur.fetchone()[0]) != int(offset.get("server_id") or 0):
+                return self._resume_by_gtid_set(cur, start, str(gtids))  # purged, or another server (failover)
         if start.file in names:
             return start
-        gtids = offset.get("gtids")
-        if gtids and binlog.is_mariadb(cur):
+        if gtids and mariadb:
             try:
                 found = binlog.locate_gtid(self.settings(), self.server_id, str(gtids))
             except Exception as e:  # noqa: BLE001 - the server refuses GTIDs it no longer has
@@ -177,8 +198,40 @@ class MySqlSourceTask(SourceTask):
               "snapshot, or reset the connector's offsets (`lakeconnect offsets reset`) to start over; nothing was "
               "emitted or committed")
 
-    def _offset(self, cur, pos: Position, now_ms: int, snapshot: bool = False) -> dict[str, Any]:
-        gtids = binlog.gtid_at(cur, pos, binlog.is_mariadb(cur))
+    def _resume_by_gtid_set(self, cur, start: Position, gtids: str) -> Position | None:
+        """Where a MySQL connector whose binlog file is gone, or whose server is another one (a failover to a
+        replica with the same GTIDs), resumes: after the transactions of the offset's GTID set, as Debezium
+        resumes by GTIDs (gtid.py); None (when_needed) for a new snapshot if the server purged some it has not
+        read."""
+        cur.execute("SELECT @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged")
+        available, purged = (gtid.GtidSet.parse(str(v or "")) for v in cur.fetchone())
+        offset = gtid.GtidSet.parse(gtids)
+        keep = C.gtid_sources(self.config)
+        if not gtid.position_available(offset, available, purged, keep):
+            missing = gtid.purged_needed(offset, purged, keep)
+            if self.mode == C.WHEN_NEEDED:
+                self.context.log.warning(f"{self.where()} has purged transactions the connector has not read "
+                                         f"({missing or 'its GTIDs are not those of the offsets'}): taking a new "
+                                         "snapshot (snapshot.mode=when_needed)")
+                return None
+            raise FatalError(
+                f"{self.where()} cannot continue from the connector's GTID set {offset}: "
+                + (f"it has purged transactions the connector has not read ({missing})" if missing else
+                   "its executed GTIDs do not contain it (another server's history)")
+                + ". Changes made since then are lost to the binlog. Set snapshot.mode=when_needed to take a new "
+                  "snapshot, or reset the connector's offsets (`lakeconnect offsets reset`) to start over; nothing "
+                  "was emitted or committed")
+        resume = gtid.resume_set(offset, available, purged, keep)
+        found = binlog.locate_gtid(self.settings(), self.server_id, str(resume), mariadb=False)
+        if found is None:  # nothing after the GTID set yet: resume at the end
+            return binlog.master_position(cur)
+        self.context.log.info(f"resuming after GTID set {resume} at {found.file}:{found.pos} (the offsets' "
+                              f"{start.file}:{start.pos} is not on this server)")
+        return found
+
+    def _offset(self, cur, pos: Position, now_ms: int, snapshot: bool = False,
+                gtids: str | None = None) -> dict[str, Any]:
+        gtids = gtids or binlog.gtid_at(cur, pos, binlog.is_mariadb(cur))
         cur.execute("SELECT @@server_id")
         out: dict[str, Any] = {"file": pos.file, "pos": pos.pos, "gtids": gtids, "row": 0, "event": 0,
                                "server_id": int(cur.fetchone()[0]), "ts_sec": now_ms // 1000}
@@ -194,7 +247,7 @@ class MySqlSourceTask(SourceTask):
             state, chunks = self._plan_chunks(cur, state, now_ms)
             if chunks:
                 details["incremental"] = chunks
-        end = binlog.master_position(cur)
+        end, end_gtids = binlog.binlog_status(cur)
         changed = state != (offset or {}).get(inc.STATE)  # signals applied: commit the new state even so
         # Debezium writes a heartbeat once heartbeat.interval.ms has passed since the last one, idle or not:
         # a batch does when its plan comes that long after the last heartbeat's (kept in the offsets).
@@ -203,7 +256,7 @@ class MySqlSourceTask(SourceTask):
         if end <= start and not details.get("incremental") and not changed and not beat:
             return SourcePlan(())
         segments = binlog.segments(binlog.binary_logs(cur), start, end) if start < end else []
-        end_offset = self._offset(cur, end, now_ms)
+        end_offset = self._offset(cur, end, now_ms, gtids=end_gtids)
         if beat or (interval > 0 and last is not None):
             end_offset[C.HEARTBEAT_AT] = now_ms if beat else int(last)
         if state:
@@ -329,15 +382,45 @@ class MySqlSourceTask(SourceTask):
         cols = ", ".join(c.sql_text(_q(c.name)) for c in layout.columns)
         source = (f"(SELECT JSON_ARRAY({cols}) AS after, {', '.join(_q(c.name) for c in layout.columns)} "
                   f"FROM {_q(layout.db)}.{_q(layout.table)}) lc_chunk")
-        df = self._jdbc().jdbc(self._jdbc_url(), source, predicates=ranges, properties=self._jdbc_properties())
+        try:
+            df = self._jdbc().jdbc(self._jdbc_url(), source, predicates=ranges, properties=self._jdbc_properties())
+        except Exception as e:  # noqa: BLE001 - Spark's JDBC errors (the URL in them is redacted)
+            if "FAILED_JDBC" not in str(e):
+                raise
+            raise FatalError(f"the incremental snapshot of {layout.db}.{layout.table} cannot connect to "
+                             f"{self.where()} over JDBC ({_first_line(str(e))}); check {C.USER}, {C.PASSWORD} and "
+                             f"{C.SSL_MODE} with its stores; nothing was emitted or committed") from None
         df = df.select(F.spark_partition_id().alias("chunk"), F.monotonically_increasing_id().alias("seq"),
                        F.from_json("after", "array<string>").alias("after"))
         write_dataframe(df, path, app_id=f"{self.context.connector}:incremental", version=1, mode="overwrite",
                         schema_mode="overwrite")
 
     def _jdbc_url(self) -> str:
-        # jdbc:mysql: makes Spark use its MySQL dialect (backquoted names); Debian's MariaDB driver takes it.
-        return f"jdbc:mysql://{self.config[C.HOSTNAME]}:{int(self.config[C.PORT])}/"
+        # jdbc:mysql: makes Spark use its MySQL dialect (backquoted names); Debian's MariaDB driver takes it. The
+        # TLS options go in the URL (redacted wherever Spark shows it): Spark drops them from the properties of
+        # a read with predicates.
+        tls_options = self._jdbc_tls()
+        return (f"jdbc:mysql://{self.config[C.HOSTNAME]}:{int(self.config[C.PORT])}/"
+                + ("?" + "&".join(f"{k}={v}" for k, v in tls_options.items()) if tls_options else ""))
+
+    def _jdbc_tls(self) -> dict[str, str]:
+        """database.ssl.mode in MariaDB Connector/J 2.7's terms (preferred: TLS when the driver's own connection
+        got it, the certificate unchecked)."""
+        t = self.settings()["tls"]
+        secure = t["mode"] != "disabled" and (t["mode"] != "preferred" or bool(getattr(self._conn, "_secure", False)))
+        if not secure:
+            return {"useSsl": "false"}
+        out = {"useSsl": "true"}
+        if t["mode"] in ("preferred", "required"):
+            out["trustServerCertificate"] = "true"
+        elif t["ca"]:
+            out["serverSslCert"] = t["ca"]  # the PEM text itself, which the driver takes
+        if t["mode"] == "verify_ca":
+            out["disableSslHostnameVerification"] = "true"
+        if self.config[C.SSL_KEYSTORE]:
+            out.update(keyStore=str(self.config[C.SSL_KEYSTORE]), keyStoreType="PKCS12",
+                       keyStorePassword=self.config.secret(C.SSL_KEYSTORE_PASSWORD) or "")
+        return out
 
     def _jdbc_properties(self) -> dict[str, str]:
         return {"user": self.config[C.USER], "password": self.config.secret(C.PASSWORD) or "",
@@ -447,32 +530,47 @@ class MySqlSourceTask(SourceTask):
             "(snapshot.mode=when_needed after `lakeconnect offsets reset`). Nothing was emitted or committed")
 
     def _plan_snapshot(self, cur, offset, now_ms: int) -> SourcePlan:
-        cur.execute("SHOW STATUS LIKE 'binlog_snapshot_file'")
-        if not cur.fetchall():
-            raise FatalError(f"{self.where()} does not report binlog_snapshot_file (MariaDB does; MySQL does not): "
-                             "a consistent snapshot without a global lock is not possible there. Take the snapshot "
-                             "with snapshot.mode=schema_only after loading the tables another way, or use MariaDB")
-        tables = [(db, t) for db, t in self.tables(cur) if C.snapshot_includes(self.config, db, t)]
+        captured = self.tables(cur)
+        before = binlog.fingerprint(cur, captured)
+        tables = [(db, t) for db, t in captured if C.snapshot_includes(self.config, db, t)]
         layouts = [self.layout(cur, db, t) for db, t in tables] if self.mode != C.SCHEMA_ONLY else []
         root = self._root()
         for old in (os.listdir(root) if os.path.isdir(root) else []):  # earlier plans' (committed or abandoned)
             if old.startswith("snapshot-"):
                 shutil.rmtree(os.path.join(root, old), ignore_errors=True)
         path = os.path.join(root, f"snapshot-{now_ms}")
-        count, last_seq, pos = self._stage(layouts, path)
-        self._seed_model(cur, pos, self.tables(cur))
-        end = self._offset(cur, pos, now_ms, snapshot=True)
+        locking = self._locking(cur)
+        count, last_seq, pos, seen = self._stage(layouts, path, locking, captured)
+        gtids, in_snapshot, locks = seen
+        self._seed_model(cur, pos, captured)
+        if not before == in_snapshot == binlog.fingerprint(cur, captured):
+            raise RetriableError("the columns of a captured table changed while the snapshot was taken: its rows "
+                                 "and its schema history might not match. Nothing was emitted or committed; the "
+                                 "next run takes the snapshot again")
+        end = self._offset(cur, pos, now_ms, snapshot=True, gtids=gtids)
         self.context.log.info(f"snapshot of {len(layouts)} tables staged: {count} rows, consistent with binlog "
-                              f"position {pos.file}:{pos.pos}")
+                              f"position {pos.file}:{pos.pos}; locks: {locks}")
         return SourcePlan((PlannedRange(self.partition, dict(offset) if offset else None, end),),
                           {"kind": SNAPSHOT, "ts_ms": now_ms, "staged": path, "count": count,
                            "last_seq": last_seq,
                            "tables": [[lay.db, lay.table, lay.to_json()] for lay in layouts]})
 
-    def _stage(self, layouts: list[Layout], path: str) -> tuple[int, int, Position]:
+    def _locking(self, cur) -> str:
+        """How the snapshot's position is made to match its rows: MariaDB's lock-free way, or the locks of
+        snapshot.locking.mode around SHOW MASTER STATUS, as Debezium takes them on MySQL."""
+        mode = str(self.config[C.SNAPSHOT_LOCKING]).lower()
+        if str(self.config[C.SNAPSHOT_POSITION]).lower() == C.POSITION_AUTO and mode != "extended":
+            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_file'")
+            if cur.fetchall():
+                return binlog.STATUS
+        return mode
+
+    def _stage(self, layouts: list[Layout], path: str, locking: str,
+               captured: list[tuple[str, str]]) -> tuple[int, int, Position, tuple[str | None, str, str]]:
         """Every table's rows and the matching binlog position, read in one consistent-snapshot transaction,
-        written to the Delta table at `path`: t (table index; -1 the position row), seq, after."""
-        from ingest.delta import write_dataframe
+        written to the Delta table at `path`: t (table index; the position row), seq, after. Also what the
+        transaction saw: the GTID set at the position, the columns' fingerprint, the locks it took."""
+        from ingest.delta import read_table, write_dataframe
 
         # snapshot.select.statement.overrides: the table's rows are those of the user's SELECT.
         overrides = C.select_overrides(self.config)
@@ -484,20 +582,26 @@ class MySqlSourceTask(SourceTask):
         _register(spark)
         s = self.settings()
         s.pop("connect_timeout", None)
+        timeout = -(-int(self.config[C.SNAPSHOT_LOCK_TIMEOUT_MS]) // 1000)
         df = (spark.read.format(binlog.SNAPSHOT_FORMAT).option(binlog.SECRET_OPTION, json.dumps(s))
               .option("queries", json.dumps(queries)).option("chunk", str(max(1000, self.config[C.MAX_BATCH_SIZE])))
+              .option("locking", locking).option("tables", json.dumps(captured)).option("lock_timeout", str(timeout))
               .load()
               .select("t", "seq", F.from_json("after", "array<string>").alias("after")))
         write_dataframe(df, path, app_id=f"{self.context.connector}:snapshot", version=1, mode="overwrite",
                         schema_mode="overwrite")
-        from ingest.delta import read_table
-
         staged = read_table(self.context.spark, path)
-        row = staged.filter(F.col("t") == -1).select("after").first()
+        failed = staged.filter(F.col("t") == binlog.ERROR_ROW).select("after").first()
+        if failed is not None:
+            message, retriable = failed[0]
+            raise (RetriableError if retriable == "true" else FatalError)(str(message))
+        row = staged.filter(F.col("t") == binlog.POSITION_ROW).select("after").first()
         if row is None or row[0] is None or row[0][0] is None:
             raise FatalError("the snapshot transaction saw no binlog_snapshot_file: binary logging is off")
         stats = staged.filter(F.col("t") >= 0).agg(F.count("*"), F.max("seq")).first()
-        return int(stats[0]), int(stats[1] if stats[1] is not None else -1), Position(str(row[0][0]), int(row[0][1]))
+        file, position, gtids, seen, locks = row[0]
+        return (int(stats[0]), int(stats[1] if stats[1] is not None else -1), Position(str(file), int(position)),
+                (gtids, seen, locks))
 
     # --- read ----------------------------------------------------------------------------------------
 
@@ -609,7 +713,7 @@ class MySqlSourceTask(SourceTask):
             self._record_history(ddl_rows, plan.ranges[0].end)
             end = plan.ranges[0].end
             self._store_model(Position(str(end["file"]), int(end["pos"])), model)
-        rows = df.filter(F.col("kind") == "row").select(
+        rows = df.filter((F.col("kind") == "row") & gtid_dml_filter(self.config)).select(
             "tm", "db", "tbl", "seq", "op", "before", "after", (F.col("ts_sec") * 1000).alias("src_ts_ms"),
             F.lit(None).cast("string").alias("snap"), "file", "pos", "row", "server_id", "gtid", "thread", "query")
         batches = []
@@ -877,6 +981,23 @@ TRUNCATE_ROWS = ("seq long, op string, before array<string>, after array<string>
 DDL_PATTERN = r"(?is)^\s*(/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\s"
 
 
+_MYSQL_GTID = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:"
+
+
+def gtid_dml_filter(config) -> SparkColumn:
+    """Which decoded rows gtid.source.includes/excludes keep: those of transactions whose MySQL GTID's source
+    uuid passes (Debezium's gtid.source.filter.dml.events, on by default; regular expressions matched against
+    the whole uuid, ignoring case: Java's, as Debezium's). Rows without a MySQL GTID (MariaDB's, or GTIDs off)
+    are kept: Debezium's filter sees only MySQL GTID events."""
+    includes, excludes = config[C.GTID_INCLUDE] or [], config[C.GTID_EXCLUDE] or []
+    if not includes and not excludes:
+        return F.lit(True)
+    matched = F.substring_index(F.col("gtid"), ":", 1).rlike(
+        "(?i)^(?:" + "|".join(f"(?:{p})" for p in includes or excludes) + ")$")
+    return F.when(F.coalesce(F.col("gtid").rlike(_MYSQL_GTID), F.lit(False)), matched if includes else ~matched) \
+        .otherwise(F.lit(True))
+
+
 def _snapshot_marker(first: int | None, last: int | None, first_table: bool, last_table: bool) -> SparkColumn:
     """source.snapshot of a snapshot row as Debezium 2.3.4 marks it (RelationalSnapshotChangeEventSource): the last
     row of the last table `last`, the first row of the first table `first`, else the last and first row of each
@@ -927,6 +1048,12 @@ def _register(spark) -> None:
 
 def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def _tls_failure(e: Exception) -> bool:
+    args = getattr(e, "args", ())
+    text = str(args[1] if len(args) >= 2 else e).lower()
+    return (bool(args) and args[0] == 2026) or "ssl" in text or "certificate" in text or "secure transport" in text
 
 
 def _db_message(e: Exception) -> str:

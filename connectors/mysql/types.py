@@ -1,6 +1,6 @@
 """MySQL/MariaDB column types as Debezium's MySQL connector maps them (2.3 defaults: decimal.handling.mode
 precise, time.precision.mode adaptive_time_microseconds, bigint.unsigned.handling.mode long,
-binary.handling.mode bytes).
+binary.handling.mode bytes; and the other modes `Column.with_modes` sets).
 
 Both ways a row reaches a topic, the binlog decoder (Python, on executors) and a snapshot query (SQL,
 in the database), first give every column as one canonical text; one Spark expression per column then
@@ -78,11 +78,13 @@ class Column:
     length: int = field(default=0, compare=False)  # BINARY(n): n (the binlog drops trailing zero bytes)
     subtype: str = field(default="", compare=False)  # POINT: "point"; FLOAT(M,D): "scaled" (DOUBLE to Debezium)
     char_length: int = field(default=0, compare=False)  # CHAR/VARCHAR/TEXT: the declared length in characters
-    # The connector's decimal.handling.mode, binary.handling.mode and bigint.unsigned.handling.mode
-    # (`with_modes`): how the value is represented, not what the column is; never stored with a layout.
+    # The connector's decimal.handling.mode, binary.handling.mode, bigint.unsigned.handling.mode and
+    # time.precision.mode (`with_modes`): how the value is represented, not what the column is; never stored
+    # with a layout.
     decimal_mode: str = field(default="precise", compare=False)
     binary_mode: str = field(default="bytes", compare=False)
     bigint_mode: str = field(default="long", compare=False)  # bigint.unsigned.handling.mode
+    time_mode: str = field(default="adaptive_time_microseconds", compare=False)  # time.precision.mode
 
     def to_json(self) -> list:
         return [self.name, self.family, self.unsigned, self.nullable, self.binary, self.precision, self.scale,
@@ -103,10 +105,19 @@ class Column:
         return replace(self, default=other.default, length=other.length, subtype=other.subtype,
                        char_length=other.char_length)
 
-    def with_modes(self, decimal_mode: str, binary_mode: str, bigint_mode: str = "long") -> Column:
-        if (decimal_mode, binary_mode, bigint_mode) == (self.decimal_mode, self.binary_mode, self.bigint_mode):
+    def with_modes(self, decimal_mode: str, binary_mode: str, bigint_mode: str = "long",
+                   time_mode: str = "adaptive_time_microseconds") -> Column:
+        if (decimal_mode, binary_mode, bigint_mode, time_mode) == (self.decimal_mode, self.binary_mode,
+                                                                   self.bigint_mode, self.time_mode):
             return self
-        return replace(self, decimal_mode=decimal_mode, binary_mode=binary_mode, bigint_mode=bigint_mode)
+        return replace(self, decimal_mode=decimal_mode, binary_mode=binary_mode, bigint_mode=bigint_mode,
+                       time_mode=time_mode)
+
+    @property
+    def _connect_time(self) -> bool:
+        """A DATE, TIME or DATETIME that time.precision.mode=connect writes as Kafka Connect's Date, Time
+        or Timestamp (JdbcValueConverters.schemaBuilder; TIMESTAMP and YEAR keep their Debezium types)."""
+        return self.time_mode == "connect" and self.family in ("date", "time", "datetime")
 
     @property
     def _precise_unsigned(self) -> bool:
@@ -152,6 +163,8 @@ class Column:
                 return S.ConnectSchema("string", opt)
             params = (("scale", str(self.scale or 0)), ("connect.decimal.precision", str(self.precision or 10)))
             return S.ConnectSchema("bytes", opt, S.DECIMAL, 1, parameters=params)
+        if self._connect_time:
+            return {"date": S.date, "time": S.time, "datetime": S.timestamp}[f](opt)
         if f == "date":
             return S.ConnectSchema("int32", opt, "io.debezium.time.Date", 1)
         if f == "datetime":
@@ -191,6 +204,11 @@ class Column:
         if f == "timestamp":
             # a schema default: Debezium prints it without the column's width (trailing zeros dropped)
             return zoned(_EPOCH + dt.timedelta(microseconds=int(t)))
+        if self._connect_time and f == "time":  # none outside 00:00..24:00, as for a value
+            micros = int(t)
+            return micros // 1000 if 0 <= micros <= _DAY_MICROS else None
+        if self._connect_time and f == "datetime" and self.fsp > 3:  # the canonical text is in micros
+            return int(t) // 1000
         if f == "bit" and self.bits <= 1:
             return t == "1"
         if self._precise_unsigned:
@@ -339,6 +357,8 @@ class Column:
             return _trim_zoned(printed)
         if f == "bit" and self.bits <= 1:
             return text == F.lit("1")
+        if self._connect_time:
+            return _connect_time_value(text, f, self.fsp)
         if f == "geometry":
             return _geometry(text, self.subtype == "point")
         if f == "float" and self.subtype == "scaled":  # Debezium widens the FLOAT it read to a double
@@ -357,6 +377,25 @@ class Column:
         if schema.type == "string":
             return text
         return text.cast(schema.to_spark_type())
+
+
+def _connect_time_value(text, family: str, fsp: int):
+    """time.precision.mode=connect: a DATE's days as a Spark date; a DATETIME as a timestamp of its epoch
+    millis, a finer fraction cut off towards the past (Debezium's Timestamp.toEpochMillis, via
+    Instant.toEpochMilli); a TIME as its millis of the day, the fraction beyond millis cut off
+    (Duration.toMillis), null outside 00:00:00..24:00:00 inclusive, as Debezium's Time.toMilliOfDay refuses
+    a negative or longer TIME in this mode and its converter then gives null."""
+    from pyspark.sql import functions as F
+
+    if family == "date":
+        return F.date_from_unix_date(text.cast("int"))
+    n = text.cast("long")
+    if family == "datetime":
+        if fsp <= 3:  # the canonical text is already in millis
+            return F.timestamp_millis(n)
+        whole = (n - F.pmod(n, F.lit(1000))).cast("decimal(20,0)")  # exact: a double has 53 bits
+        return F.timestamp_millis((whole / 1000).cast("long"))
+    return F.when((n >= 0) & (n <= _DAY_MICROS), (n / 1000).cast("int"))
 
 
 def _encode(data: bytes, mode: str) -> str:
@@ -411,6 +450,7 @@ POINT_SCHEMA = S.struct("io.debezium.data.geometry.Point", ("x", S.ConnectSchema
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "bigint")
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
+_DAY_MICROS = 86_400_000_000
 
 
 def _micros(v: dt.datetime) -> int:

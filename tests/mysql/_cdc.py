@@ -151,10 +151,10 @@ def comparable_offsets(worker: Path, name: str) -> list[dict]:
     return found
 
 
-def crash_each_step(worker: Path, name: str, batch: int, between=None) -> dict[str, str]:
+def crash_each_step(worker: Path, name: str, batch: int, between=None, after_each=None) -> dict[str, str]:
     """Run connector `name` killed after each step of batch `batch` in turn, each run resuming the batch and
     getting one step further; each run's stderr by the step it was killed after. `between` runs once the
-    batch is planned (a change it makes belongs to a later batch)."""
+    batch is planned (a change it makes belongs to a later batch); `after_each(step)` after every kill."""
     seen = {}
     for step in SOURCE_STEPS:
         r = cli("run", name, worker=worker, env={CRASH_ENV: step})
@@ -166,6 +166,8 @@ def crash_each_step(worker: Path, name: str, batch: int, between=None) -> dict[s
             assert "planned by an interrupted run" not in r.stderr, r.stderr
             if between:
                 between()
+        if after_each:
+            after_each(step)
         seen[step] = r.stderr
     return seen
 

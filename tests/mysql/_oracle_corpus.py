@@ -1,21 +1,23 @@
 """The history test_debezium_oracle.py feeds both Debezium and lakeconnect: tables and rows the snapshot
 reads (SETUP), then statements the binlog carries (HISTORY), ending with a marker row whose event says a
 connector has read everything. Every MariaDB 10.11 column type Debezium's MySQL connector 2.3 parses
-(not MariaDB's own UUID and INET6, which its DDL grammar does not know), NULLs and defaults."""
+(not MariaDB's own UUID and INET6, which its DDL grammar does not know), NULLs, defaults and column comments."""
 
 from __future__ import annotations
 
 TYPES = """CREATE TABLE types (
-  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY COMMENT 'the key',
   ti TINYINT DEFAULT -5, tiu TINYINT UNSIGNED, bo BOOLEAN DEFAULT TRUE, si SMALLINT, siu SMALLINT UNSIGNED DEFAULT 7,
   mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT DEFAULT 42, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED,
-  f FLOAT, f2 FLOAT(7,3), db DOUBLE DEFAULT 1.5, de DECIMAL(10,2) DEFAULT 3.25, de0 DECIMAL(5,0), de30 DECIMAL(30,10),
+  f FLOAT, f2 FLOAT(7,3), db DOUBLE DEFAULT 1.5, de DECIMAL(10,2) DEFAULT 3.25 COMMENT 'price, in euros',
+  de0 DECIMAL(5,0), de30 DECIMAL(30,10),
   b1 BIT(1) DEFAULT b'1', b10 BIT(10), b64 BIT(64),
-  c CHAR(5) DEFAULT 'abc', vc VARCHAR(20) NOT NULL DEFAULT 'né', tt TINYTEXT, tx TEXT, mt MEDIUMTEXT, lt LONGTEXT,
+  c CHAR(5) DEFAULT 'abc', vc VARCHAR(20) NOT NULL DEFAULT 'né' COMMENT 'the row''s name',
+  tt TINYTEXT, tx TEXT, mt MEDIUMTEXT, lt LONGTEXT,
   bn BINARY(4), vb VARBINARY(10), tb TINYBLOB, bl BLOB, mb MEDIUMBLOB, lb LONGBLOB,
   e ENUM('small','medium','large') DEFAULT 'medium', st SET('a','b','c') DEFAULT 'a,c', j JSON,
   d DATE DEFAULT '2020-02-29', tm TIME, tm3 TIME(3), tm6 TIME(6) DEFAULT '12:34:56.789012',
-  dt DATETIME DEFAULT '2021-03-04 05:06:07', dt3 DATETIME(3), dt6 DATETIME(6),
+  dt DATETIME DEFAULT '2021-03-04 05:06:07', dt3 DATETIME(3) COMMENT 'a back\\\\slash', dt6 DATETIME(6),
   ts TIMESTAMP NULL DEFAULT '2022-01-01 00:00:00', ts6 TIMESTAMP(6) NULL, y YEAR DEFAULT 2024,
   g GEOMETRY, pt POINT, ls LINESTRING, pg POLYGON, mp MULTIPOINT, gc GEOMETRYCOLLECTION,
   l1 VARCHAR(10) CHARACTER SET latin1, u8 VARCHAR(10) CHARACTER SET utf8mb3, u4 TEXT CHARACTER SET utf8mb4,

@@ -40,8 +40,9 @@ def test_missing_grants_are_named_with_the_fix_and_the_password_never_shows(tmp_
     worker = create(tmp_path, "weak", _config(services, **{"database.user": "lc_weak", "database.password": SECRET}))
     r = cli("run", "weak", worker=worker)
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "the user lacks RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT" in r.stderr, r.stderr
-    assert "GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.*" in r.stderr
+    assert "the user lacks SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT" in r.stderr, r.stderr
+    assert "GRANT SELECT, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.*" in r.stderr
+    assert "with RELOAD and LOCK TABLES for snapshots that lock" in r.stderr
     assert "Traceback" not in r.stderr
     status = cli("connectors", "status", "weak", worker=worker).stdout
     assert json.loads(status)["tasks"][0]["state"] == "FAILED"
@@ -54,6 +55,26 @@ def test_missing_grants_are_named_with_the_fix_and_the_password_never_shows(tmp_
     for text in (r.stdout + r.stderr, cli("connectors", "status", "wrong", worker=wrong).stdout,
                  cli("connectors", "get", "wrong", worker=wrong).stdout):
         assert SECRET not in text
+
+
+def test_a_locking_snapshot_without_reload_names_the_grants_and_none_needs_them(tmp_path, services, db):
+    """The user has what streaming needs but neither RELOAD nor LOCK TABLES: Debezium's locking snapshot
+    (minimal, forced on MariaDB) can take neither the global nor the table read locks, and says which grants
+    to give or to take no lock; snapshot.locking.mode=none needs neither."""
+    db("GRANT SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'lc_weak'@'%'")
+    user = {"database.user": "lc_weak", "database.password": SECRET, "lakeconnect.snapshot.position": "binlog_status"}
+    worker = create(tmp_path, "locks", _config(services, **user))
+    r = cli("run", "locks", worker=worker)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "snapshot.locking.mode=minimal could take neither the global read lock (Access denied" in r.stderr
+    assert "Grant the connector's user RELOAD and LOCK TABLES (GRANT RELOAD, LOCK TABLES ON *.* TO ...)" in r.stderr
+    assert "or set snapshot.locking.mode=none; nothing was emitted or committed" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and SECRET not in r.stdout + r.stderr
+    _nothing_done(worker, "locks", tmp_path / "lake")
+
+    none = create(tmp_path / "none", "none", _config(services, **user, **{"snapshot.locking.mode": "none"}))
+    r = cli("run", "none", worker=none)
+    assert r.returncode == 0 and "locks: none" in r.stderr, r.stdout + r.stderr
 
 
 def test_configuration_mistakes_are_refused_before_anything_runs(tmp_path, services, db):
