@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import cli
+from tests.conftest import cli, cli_here
 from tests.mysql._cdc import Db, connector_config, create, write_worker
 
 DB = "lc_cdc_bad"
@@ -64,7 +64,7 @@ def test_a_locking_snapshot_without_reload_names_the_grants_and_none_needs_them(
     db("GRANT SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'lc_weak'@'%'")
     user = {"database.user": "lc_weak", "database.password": SECRET, "lakeconnect.snapshot.position": "binlog_status"}
     worker = create(tmp_path, "locks", _config(services, **user))
-    r = cli("run", "locks", worker=worker)
+    r = cli_here("run", "locks", worker=worker)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "snapshot.locking.mode=minimal could take neither the global read lock (Access denied" in r.stderr
     assert "Grant the connector's user RELOAD and LOCK TABLES (GRANT RELOAD, LOCK TABLES ON *.* TO ...)" in r.stderr
@@ -73,7 +73,7 @@ def test_a_locking_snapshot_without_reload_names_the_grants_and_none_needs_them(
     _nothing_done(worker, "locks", tmp_path / "lake")
 
     none = create(tmp_path / "none", "none", _config(services, **user, **{"snapshot.locking.mode": "none"}))
-    r = cli("run", "none", worker=none)
+    r = cli_here("run", "none", worker=none)
     assert r.returncode == 0 and "locks: none" in r.stderr, r.stdout + r.stderr
 
 
