@@ -36,7 +36,9 @@ the UI and logs)."""
 
 DECODED = ("seq long, kind string, db string, tbl string, tm string, op string, before array<string>, "
            "after array<string>, ts_sec long, file string, pos long, row int, server_id long, gtid string, "
-           "thread long, query string")
+           "thread long, query string, tx string")
+"""kind: row, tablemap, ddl; with transactions (provide.transaction.metadata) also txbegin and txend, and `tx`
+the transaction's id on those and on its rows (`transaction_id`)."""
 MAX_SEGMENT_IDS = 16
 """Server ids the parallel decoders take after database.server.id (one per binlog file, in turn)."""
 SEGMENT_BITS = 40
@@ -107,6 +109,9 @@ class BinlogReader(DataSourceReader):
         self.tables = TableFilter.from_json(json.loads(options["tables"]))
         self.chunk = int(options.get("chunk", "2048"))
         self.with_query = options.get("query", "false") == "true"
+        self.transactions = options.get("transactions", "false") == "true"
+        self.on_failure = options.get("on_failure", "fail")
+        self.unreadable = options.get("unreadable") or None
         # The schema history's model where each segment starts (ddl.py): {"models": [...], "of": {index: i}}
         self.models = json.loads(options.get("models", "null")) or {"models": [], "of": {}}
 
@@ -126,7 +131,7 @@ class BinlogReader(DataSourceReader):
         which = self.models["of"].get(str(segment.index))
         model = self.models["models"][which] if which is not None else None
         for record in decode(self.connection, self.server_id + 1 + segment.index % MAX_SEGMENT_IDS, segment, self.tables,
-                             self.with_query, model):
+                             self.with_query, model, self.transactions, self.on_failure, self.unreadable):
             records.append(record)
             if len(records) >= self.chunk:
                 yield batch(records)
@@ -141,7 +146,7 @@ def _arrow_schema():
     s, i64, i32 = pa.string(), pa.int64(), pa.int32()
     return pa.schema([("seq", i64), ("kind", s), ("db", s), ("tbl", s), ("tm", s), ("op", s),
                       ("before", pa.list_(s)), ("after", pa.list_(s)), ("ts_sec", i64), ("file", s), ("pos", i64),
-                      ("row", i32), ("server_id", i64), ("gtid", s), ("thread", i64), ("query", s)])
+                      ("row", i32), ("server_id", i64), ("gtid", s), ("thread", i64), ("query", s), ("tx", s)])
 
 
 def layout_id(db: str, table: str, columns_json: str) -> str:
@@ -152,12 +157,21 @@ def layout_id(db: str, table: str, columns_json: str) -> str:
 
 
 def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tables: Container[tuple[str, str]],
-           with_query: bool, model: str | None = None) -> Iterator[tuple]:
+           with_query: bool, model: str | None = None, transactions: bool = False, on_failure: str = "fail",
+           broken: str | None = None) -> Iterator[tuple]:
     """The events of one segment as DECODED tuples, in binlog order; row events of the `tables` only.
 
     `model`: the schema history's model (ddl.Schema as JSON) where the segment starts. The segment advances
     its own copy through the DDL statements it meets, and a table map takes its columns from it (`columns_of`),
-    so rows decode whatever `binlog_row_metadata` the server writes."""
+    so rows decode whatever `binlog_row_metadata` the server writes.
+
+    `transactions`: each transaction's start (txbegin) and commit (txend) too, of every transaction the
+    segment has (of any database, as Debezium's transaction topic has them), and its id on its rows.
+
+    `on_failure` (event.processing.failure.handling.mode): a row event whose rows cannot be deserialized
+    fails the segment (fail), or is left out, leaving a `skipped` row (its position, table and error as
+    `query`) for the driver's warning (warn) or none (skip, ignore). `broken`: a `db.table` whose row
+    events are treated as such (fault injection, faults.UNREADABLE_ENV)."""
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.event import (
         MariadbAnnotateRowsEvent, MariadbGtidEvent, QueryEvent, RotateEvent, RowsQueryLogEvent, XidEvent,
@@ -191,6 +205,7 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
     gtid = None
     thread = None
     query = None
+    tx = None  # the open transaction's id (transactions only)
     layouts: dict[int, tuple[str, list, Any]] = {}  # table id -> (layout id, columns, fast row decoder or None)
     decoders: dict[tuple, Any] = {}  # row format -> its fast row decoder (rowcodec.py), None where it has none
     seen: set[str] = set()
@@ -204,27 +219,43 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
             if segment.end is not None and event.packet.log_pos and event.packet.log_pos > segment.end:
                 break
             if isinstance(event, MariadbGtidEvent):
-                gtid, thread, query = event.gtid, None, None
+                gtid, thread, query, tx = event.gtid, None, None, None
+                if transactions and not event.flags & MARIADB_GTID_STANDALONE:
+                    # MariaDB's GTID event begins the transaction (no BEGIN follows it)
+                    tx = transaction_id(None, segment.file, start)
+                    yield _transaction_row(base | n, "txbegin", event, segment.file, start, gtid, tx)
+                    n += 1
                 continue
             if type(event).__name__ == "GtidEvent":
-                gtid, thread, query = getattr(event, "gtid", None), None, None
+                gtid, thread, query, tx = getattr(event, "gtid", None), None, None, None
                 continue
             if isinstance(event, (MariadbAnnotateRowsEvent, RowsQueryLogEvent)):
                 query = getattr(event, "sql_statement", None) or getattr(event, "query", None)
                 continue
             if isinstance(event, XidEvent):
                 query = None
+                if tx is not None:
+                    yield _transaction_row(base | n, "txend", event, segment.file, start, gtid, tx)
+                    n, tx = n + 1, None
                 continue
             if isinstance(event, QueryEvent):
                 text = event.query if isinstance(event.query, str) else event.query.decode("utf-8", "replace")
                 thread = getattr(event, "slave_proxy_id", None)
-                if text.strip().upper() in ("BEGIN", "COMMIT"):
+                word = text.strip().upper()
+                if word == "BEGIN" and transactions and tx is None:  # MySQL's BEGIN, after its GTID event
+                    tx = transaction_id(gtid, segment.file, start)
+                    yield _transaction_row(base | n, "txbegin", event, segment.file, start, gtid, tx)
+                    n += 1
+                elif word == "COMMIT" and tx is not None:  # a transaction of non-transactional tables
+                    yield _transaction_row(base | n, "txend", event, segment.file, start, gtid, tx)
+                    n, tx = n + 1, None
+                if word in ("BEGIN", "COMMIT"):
                     continue
                 db = event.schema.decode() if isinstance(event.schema, bytes) else (event.schema or "")
                 if schema is not None and DDL.match(text):
                     advance(schema, text, db, f"{segment.file}:{start}", unreadable)
                 yield (base | n, "ddl", db, None, None, None, None, None, event.timestamp, segment.file, start, 0,
-                       event.packet.server_id, gtid, thread, text)
+                       event.packet.server_id, gtid, thread, text, None)
                 n += 1
                 continue
             if isinstance(event, TableMapEvent):
@@ -235,7 +266,7 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 lid = layout_id(event.schema, event.table, text)
                 if "error" in found:  # its rows cannot be read: the driver stops the batch with the message
                     yield (base | n, "tablemap", event.schema, event.table, lid, None, None, None, event.timestamp,
-                           segment.file, start, 0, event.packet.server_id, gtid, thread, text)
+                           segment.file, start, 0, event.packet.server_id, gtid, thread, text, None)
                     n += 1
                     continue
                 columns = [Column.from_json(c) for c in found["columns"]]
@@ -246,7 +277,7 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 if lid not in seen:
                     seen.add(lid)
                     yield (base | n, "tablemap", event.schema, event.table, lid, None, None, None, event.timestamp,
-                           segment.file, start, 0, event.packet.server_id, gtid, thread, text)
+                           segment.file, start, 0, event.packet.server_id, gtid, thread, text, None)
                     n += 1
                 continue
             if (event.schema, event.table) not in tables or event.table_id not in layouts:
@@ -254,16 +285,33 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
             lid, columns, fast = layouts[event.table_id]
             op = "c" if isinstance(event, WriteRowsEvent) else "u" if isinstance(event, UpdateRowsEvent) else "d"
             q = query if with_query else None
-            images = decode_rows(event, fast, op == "u") if fast is not None else None
+            try:  # a row event's rows are deserialized here, all of them before the first is yielded
+                if broken == f"{event.schema}.{event.table}":
+                    raise ValueError("cannot deserialize the row event (fault injection)")
+                images = decode_rows(event, fast, op == "u") if fast is not None else None
+                rows = event.rows if images is None else None
+            except Exception as e:  # noqa: BLE001 (Debezium's event.processing.failure.handling.mode)
+                if on_failure == "fail":
+                    raise EventUnreadable(
+                        f"the binlog event at {segment.file}:{start} ({event.schema}.{event.table}) cannot be read "
+                        f"({type(e).__name__}: {e}). See it with mysqlbinlog --start-position={start} --verbose "
+                        f"{segment.file}; event.processing.failure.handling.mode=warn or skip leaves such events "
+                        "out") from e
+                if on_failure == "warn":
+                    yield (base | n, "skipped", event.schema, event.table, lid, op, None, None, event.timestamp,
+                           segment.file, start, 0, event.packet.server_id, gtid, thread,
+                           f"{type(e).__name__}: {e}"[:500], tx)
+                    n += 1
+                continue
             if images is not None:
                 for i, (first, second) in enumerate(images):
                     before, after = (None, first) if op == "c" else (first, second) if op == "u" else (first, None)
                     yield (base | n, "row", event.schema, event.table, lid, op, before, after, event.timestamp,
-                           segment.file, start, i, event.packet.server_id, gtid, thread, q)
+                           segment.file, start, i, event.packet.server_id, gtid, thread, q, tx)
                     n += 1
                 continue
             names = [c.name for c in columns]
-            for i, row in enumerate(event.rows):
+            for i, row in enumerate(rows):
                 if op == "u":
                     before = _texts(columns, names, row["before_values"], row.get("before_none_sources"))
                     after = _texts(columns, names, row["after_values"], row.get("after_none_sources"))
@@ -272,10 +320,31 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                 else:
                     before, after = _texts(columns, names, row["values"], row.get("none_sources")), None
                 yield (base | n, "row", event.schema, event.table, lid, op, before, after, event.timestamp,
-                       segment.file, start, i, event.packet.server_id, gtid, thread, q)
+                       segment.file, start, i, event.packet.server_id, gtid, thread, q, tx)
                 n += 1
     finally:
         stream.close()
+
+
+class EventUnreadable(Exception):
+    """A binlog row event the decoder cannot deserialize (event.processing.failure.handling.mode=fail)."""
+
+
+MARIADB_GTID_STANDALONE = 1
+"""FL_STANDALONE of MariaDB's GTID event: a statement outside any transaction (DDL)."""
+
+
+def transaction_id(gtid: str | None, file: str, pos: int) -> str:
+    """Debezium's transaction id on MySQL: the transaction's GTID where the server has GTIDs (MySQL's; Debezium
+    2.3 reads no MariaDB GTID), else where it begins, as `file=<binlog file>,pos=<position>`."""
+    if gtid and ":" in gtid:
+        return gtid
+    return f"file={file},pos={pos}"
+
+
+def _transaction_row(seq: int, kind: str, event, file: str, start: int, gtid: str | None, tx: str) -> tuple:
+    return (seq, kind, None, None, None, None, None, None, event.timestamp, file, start, 0, event.packet.server_id,
+            gtid, None, None, tx)
 
 
 DDL = re.compile(r"(?is)^\s*(/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME)\s")
@@ -582,6 +651,8 @@ SNAPSHOT_ROWS = "t int, seq long, after string"
 POSITION_ROW = -1
 """Row t = -1: a JSON list [file, position, GTID set or null, the columns' fingerprint, the locks taken]."""
 ERROR_ROW = -2
+DDL_ROW = -3
+"""A schema change statement of the snapshot (include.schema.changes): [db, table, statement, tableChanges]."""
 """Row t = -2 (then nothing more): a JSON list [the error, "true" when running again may succeed]."""
 
 STATUS = "status"
@@ -644,6 +715,8 @@ class SnapshotReader(DataSourceReader):
         self.locking = options.get("locking", STATUS)
         self.tables = [tuple(t) for t in json.loads(options.get("tables", "[]"))]
         self.lock_timeout = int(options.get("lock_timeout", "10"))
+        # include.schema.changes: the databases whose tables' DDL the snapshot emits (None: none)
+        self.ddl_databases = json.loads(options["ddl_databases"]) if "ddl_databases" in options else None
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(0)]
@@ -666,6 +739,12 @@ class SnapshotReader(DataSourceReader):
                 return
             yield pa.RecordBatch.from_pydict({"t": [POSITION_ROW], "seq": [0], "after": [json.dumps(position)]},
                                              schema=schema)
+            if self.ddl_databases is not None:
+                statements = [json.dumps(s) for s in snapshot_ddl(conn.cursor(pymysql.cursors.Cursor),
+                                                                  self.ddl_databases)]
+                yield pa.RecordBatch.from_pydict({"t": [DDL_ROW] * len(statements),
+                                                  "seq": list(range(len(statements))), "after": statements},
+                                                 schema=schema)
             seq = 1
             for t, sql in enumerate(self.queries):
                 cur.execute(sql)
@@ -753,6 +832,39 @@ class SnapshotReader(DataSourceReader):
                                  "(and binlog_format=ROW, binlog_row_image=FULL). Nothing was emitted or committed")
         gtids = str(row[4]).replace("\n", "").strip() if len(row) > 4 and row[4] else None
         return [str(row[0]), str(row[1]), gtids or None]
+
+
+def snapshot_ddl(cur, databases: list[str]) -> list[list[str | None]]:
+    """The schema change events Debezium's snapshot emits (2.3, MySQL connector), as [db, table, statement,
+    tableChanges JSON]: the server's character set, then DROP TABLE IF EXISTS of every table of the captured
+    `databases`, then per database DROP DATABASE IF EXISTS, CREATE DATABASE with its charset and collation,
+    USE, and the CREATE TABLE the server shows for each of its tables (with its structure, `tableChanges`)."""
+    from connectors.mysql.events import read_structure, table_changes_json
+
+    cur.execute("SELECT @@character_set_server, @@collation_server")
+    charset, collation = cur.fetchone()
+    out: list[list[str | None]] = [["", None, f"SET character_set_server={charset}, collation_server={collation}",
+                                    None]]
+    mariadb = is_mariadb(cur)
+    tables: dict[str, list[str]] = {}
+    for db in sorted(databases):
+        cur.execute(f"SHOW FULL TABLES IN {quote(db)} WHERE Table_type = 'BASE TABLE'")
+        tables[db] = sorted(str(r[0]) for r in cur.fetchall())
+        out += [[db, t, f"DROP TABLE IF EXISTS {quote(db)}.{quote(t)}", None] for t in tables[db]]
+    for db in sorted(databases):
+        cur.execute("SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA "
+                    "WHERE SCHEMA_NAME = %s", (db,))
+        found = cur.fetchone()
+        locale = f" CHARSET {found[0]} COLLATE {found[1]}" if found and found[0] else ""
+        out += [[db, None, f"DROP DATABASE IF EXISTS {quote(db)}", None],
+                [db, None, f"CREATE DATABASE {quote(db)}{locale}", None], [db, None, f"USE {quote(db)}", None]]
+        for t in tables[db]:
+            cur.execute(f"SHOW CREATE TABLE {quote(db)}.{quote(t)}")
+            text = str(cur.fetchone()[1])
+            structure = read_structure(cur, db, t, mariadb)
+            changes = table_changes_json([("CREATE", db, t, structure.table)]) if structure is not None else "[]"
+            out.append([db, t, text, changes])
+    return out
 
 
 def quote(name: str) -> str:

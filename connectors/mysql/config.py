@@ -36,6 +36,7 @@ HEARTBEAT_PREFIX = "topic.heartbeat.prefix"
 # Offset key (beside Debezium's): when the last heartbeat was written, in ms.
 HEARTBEAT_AT = "lakeconnect.heartbeat.ts_ms"
 INCLUDE_SCHEMA_CHANGES = "include.schema.changes"
+PROVIDE_TRANSACTION_METADATA = "provide.transaction.metadata"
 TOMBSTONES_ON_DELETE = "tombstones.on.delete"
 INCLUDE_QUERY = "include.query"
 MAX_BATCH_SIZE = "max.batch.size"
@@ -261,15 +262,20 @@ _DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str],
      "TLS to the server, as MySQL Connector/J's sslMode: never (disabled), when offered (preferred), always "
      "(required), with the certificate checked against database.ssl.truststore (verify_ca) and the host name "
      "too (verify_identity)."),
-    ("event.processing.failure.handling.mode", Type.STRING, "fail", ("fail", "warn", "skip", "ignore"), ("fail",),
-     "What an event that cannot be processed does: fail the batch (a binlog event is never dropped)."),
+    ("event.processing.failure.handling.mode", Type.STRING, "fail", ("fail", "warn", "skip", "ignore"),
+     ("fail", "warn", "skip", "ignore"),
+     "What a binlog row event whose rows cannot be deserialized does: fail the batch (fail; nothing of it is "
+     "emitted or committed), or is left out with a warning naming its position (warn) or without one (skip, "
+     "and ignore, Debezium's older name for it)."),
     ("inconsistent.schema.handling.mode", Type.STRING, "fail", ("fail", "warn", "skip"), ("fail", "warn", "skip"),
      "What the binlog rows of a captured table whose columns the schema history does not know do: fail the batch "
      "(fail), or are left out with a warning naming the table and position (warn) or without one (skip)."),
     ("signal.enabled.channels", Type.LIST, ["source"], ("source", "kafka", "file", "jmx"), (["source"],),
      "Where signals come from: the signalling table (signal.data.collection)."),
-    ("provide.transaction.metadata", Type.BOOLEAN, False, None, (False,),
-     "Transaction boundary events and a transaction block in each event."),
+    (PROVIDE_TRANSACTION_METADATA, Type.BOOLEAN, False, None, (False, True),
+     "A BEGIN and an END record of each transaction the binlog has on the topic <topic.prefix>.transaction (the "
+     "END with its events' count, in all and by table), and each binlog event's transaction block: the "
+     "transaction's id and the event's place in it."),
     ("include.schema.comments", Type.BOOLEAN, False, None, (False, True),
      "Column comments as the docs of the fields' schemas (tableChanges of schema change events keep null "
      "comments)."),

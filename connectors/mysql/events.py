@@ -239,6 +239,25 @@ class TableEvents:
             codes = F.filter(codes, lambda c: ~c.isin(*dropped))
         return key_changed, codes
 
+    def counted(self) -> SparkColumn:
+        """How many events of Debezium's transaction metadata a row event makes: its records but tombstones."""
+        _, codes = self._codes()
+        return F.size(F.filter(codes, lambda c: c != TOMBSTONE))
+
+    @staticmethod
+    def _transaction(columns: Sequence[str]) -> SparkColumn:
+        """Debezium's `transaction` block (provide.transaction.metadata): the transaction's id, the event's
+        place among the transaction's events and among its table's, counting from 1. Rows with `tx` carry how
+        many events of their transaction (`tx_base`) and of its table (`tx_table_base`) come before them;
+        `__sub` is the record's place among the row event's own records (none before a tombstone counts)."""
+        block = TRANSACTION_SCHEMA.to_spark_type()
+        if "tx" not in columns:
+            return F.lit(None).cast(block)
+        before = F.size(F.filter(F.slice(F.col("__codes"), 1, F.col("__sub")), lambda c: c != TOMBSTONE))
+        return F.when(F.col("tx").isNotNull() & (F.col("__code") != TOMBSTONE), F.struct(
+            F.col("tx").alias("id"), (F.col("tx_base") + before + 1).alias("total_order"),
+            (F.col("tx_table_base") + before + 1).alias("data_collection_order")))
+
     def counts(self, rows: DataFrame, partitions: int) -> list[int]:
         """The records `records` makes of `rows` in each of its `partitions` Spark partitions
         (`RecordBatch.counts`): a pass over the row events' ops and keys only, no envelope built."""
@@ -250,7 +269,8 @@ class TableEvents:
         """`rows` (ROW_COLUMNS) as records; `ts_ms` is the events' processing time (the batch's plan time)."""
         before, after = F.col("before"), F.col("after")
         key_changed, codes = self._codes()
-        exploded = rows.select("*", F.posexplode(codes).alias("__sub", "__code"))
+        exploded = rows.select("*", codes.alias("__codes")).select(
+            "*", F.posexplode("__codes").alias("__sub", "__code"))
         code = F.col("__code")
         source = F.struct(
             F.lit(SOURCE_VERSION).alias("version"), F.lit("mysql").alias("connector"),
@@ -265,7 +285,7 @@ class TableEvents:
             F.when(code.isin(UPDATE, DELETE), self._row(before)).alias("before"),
             F.when(code.isin(READ, CREATE, UPDATE), self._row(after)).alias("after"),
             source.alias("source"), op.alias("op"), batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms"),
-            F.lit(None).cast(TRANSACTION_SCHEMA.to_spark_type()).alias("transaction"))
+            self._transaction(rows.columns).alias("transaction"))
         value = F.when(code != TOMBSTONE, envelope)
         if self.key_schema is not None:  # a truncate event has none (Debezium's key schema is null for it)
             key = (F.when(code.isin(DELETE, TOMBSTONE), self._key(before))
@@ -413,7 +433,8 @@ def union_rows(frames: Sequence[DataFrame]) -> DataFrame:
 
 # --- schema change events and heartbeats ---------------------------------------------------------------
 
-SCHEMA_CHANGE_KEY = S.struct("io.debezium.connector.mysql.SchemaChangeKey", ("databaseName", S.STRING_SCHEMA))
+SCHEMA_CHANGE_KEY = S.struct("io.debezium.connector.mysql.SchemaChangeKey", ("databaseName", S.STRING_SCHEMA),
+                             version=1)
 # Debezium 2.3's ConnectTableChangeSerializer: a change's `table` is the table's structure after the change.
 COLUMN_SCHEMA = S.struct(
     "io.debezium.connector.schema.Column",
@@ -423,17 +444,17 @@ COLUMN_SCHEMA = S.struct(
     ("scale", S.OPTIONAL_INT32_SCHEMA), ("position", S.INT32_SCHEMA), ("optional", S.OPTIONAL_BOOLEAN_SCHEMA),
     ("autoIncremented", S.OPTIONAL_BOOLEAN_SCHEMA), ("generated", S.OPTIONAL_BOOLEAN_SCHEMA),
     ("comment", S.OPTIONAL_STRING_SCHEMA), ("defaultValueExpression", S.OPTIONAL_STRING_SCHEMA),
-    ("enumValues", S.array(S.STRING_SCHEMA, optional=True)))
+    ("enumValues", S.array(S.STRING_SCHEMA, optional=True)), version=1)
 TABLE_SCHEMA = S.struct(
     "io.debezium.connector.schema.Table", ("defaultCharsetName", S.OPTIONAL_STRING_SCHEMA),
     ("primaryKeyColumnNames", S.array(S.STRING_SCHEMA, optional=True)), ("columns", S.array(COLUMN_SCHEMA)),
-    ("comment", S.OPTIONAL_STRING_SCHEMA))
+    ("comment", S.OPTIONAL_STRING_SCHEMA), version=1)
 TABLE_CHANGE = S.struct("io.debezium.connector.schema.Change", ("type", S.STRING_SCHEMA), ("id", S.STRING_SCHEMA),
-                        ("table", TABLE_SCHEMA))
+                        ("table", TABLE_SCHEMA), version=1)
 SCHEMA_CHANGE_VALUE = S.struct(
     "io.debezium.connector.mysql.SchemaChangeValue", ("source", SOURCE_SCHEMA), ("ts_ms", S.INT64_SCHEMA),
     ("databaseName", S.OPTIONAL_STRING_SCHEMA), ("schemaName", S.OPTIONAL_STRING_SCHEMA),
-    ("ddl", S.OPTIONAL_STRING_SCHEMA), ("tableChanges", S.array(TABLE_CHANGE)))
+    ("ddl", S.OPTIONAL_STRING_SCHEMA), ("tableChanges", S.array(TABLE_CHANGE)), version=1)
 HEARTBEAT_KEY = S.struct("io.debezium.connector.common.ServerNameKey", ("serverName", S.STRING_SCHEMA))
 HEARTBEAT_VALUE = S.struct("io.debezium.connector.common.Heartbeat", ("ts_ms", S.INT64_SCHEMA))
 
@@ -446,12 +467,18 @@ def schema_changes(ddl: DataFrame, prefix: str, ts_ms: int) -> RecordBatch:
     empty = F.array().cast(changes_type)
     change = (F.coalesce(F.from_json(F.col("table_changes"), changes_type), empty)
               if "table_changes" in ddl.columns else empty)
+    # A snapshot's statements (snap, src_ts_ms) are the snapshot's; `tbl` is each statement's table.
+    snapshot = "snap" in ddl.columns
     source = F.struct(
         F.lit(SOURCE_VERSION).alias("version"), F.lit("mysql").alias("connector"), F.lit(prefix).alias("name"),
-        (F.col("ts_sec") * 1000).alias("ts_ms"), F.lit("false").alias("snapshot"), F.col("db").alias("db"),
-        F.lit(None).cast("string").alias("sequence"), F.lit(None).cast("string").alias("table"),
+        (F.col("src_ts_ms") if snapshot else F.col("ts_sec") * 1000).alias("ts_ms"),
+        (F.col("snap") if snapshot else F.lit("false")).alias("snapshot"), F.col("db").alias("db"),
+        F.lit(None).cast("string").alias("sequence"),
+        F.col("tbl").alias("table"),
         F.col("server_id").alias("server_id"), F.col("gtid").alias("gtid"), F.col("file").alias("file"),
-        F.col("pos").alias("pos"), F.lit(0).alias("row"), F.col("thread").alias("thread"),
+        F.col("pos").alias("pos"), F.lit(0).alias("row"),
+        # null, as Debezium's: it takes the thread from a transaction's BEGIN, which a DDL statement has none of
+        F.lit(None).cast("long").alias("thread"),
         F.lit(None).cast("string").alias("query"))
     value = F.struct(source.alias("source"), batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms"), F.col("db").alias("databaseName"),
                      F.lit(None).cast("string").alias("schemaName"), F.col("query").alias("ddl"),
@@ -589,6 +616,31 @@ def ddl_targets(query: str | None, db: str | None) -> DdlTargets:
     return DdlTargets()
 
 
+def statement_table(query: str | None, db: str | None) -> str | None:
+    """The table a schema change event's source names (Debezium's `source.table`): the table the statement
+    creates, alters (as named after it), renames to, drops or truncates; the first where it names several,
+    whose events Debezium writes one per table. None for a statement on no table."""
+    targets = ddl_targets(query, db)
+    if targets.changes:
+        return targets.changes[0][2]
+    if targets.touched:
+        return targets.touched[0][1]
+    emptied = truncated(query, db)
+    return emptied[1] if emptied else None
+
+
+def event_ddl(query: str, db: str | None) -> str:
+    """A schema change event's `ddl`: the statement, but a DROP TABLE of one table as Debezium's parser
+    writes it back (`DROP TABLE [IF EXISTS] `db`.`t``: qualified, without the server's comment)."""
+    m = re.match(r"(?is)\s*(?:/\*.*?\*/\s*)*DROP\s+(TEMPORARY\s+)?TABLES?\s+(IF\s+EXISTS\s+)?", query or "")
+    targets = ddl_targets(query, db)
+    if not m or len(targets.touched) != 1:
+        return query
+    d, t = targets.touched[0]
+    quoted = ".".join("`" + part.replace("`", "``") + "`" for part in (d, t))
+    return f"DROP {'TEMPORARY ' if m.group(1) else ''}TABLE {'IF EXISTS ' if m.group(2) else ''}{quoted}"
+
+
 def truncated(query: str | None, db: str | None) -> tuple[str, str] | None:
     """The table a TRUNCATE statement (run in database `db`) empties; None for any other statement."""
     m = re.match(rf"(?is)\s*(?:/\*.*?\*/\s*)*TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", query or "")
@@ -609,6 +661,28 @@ class Structure:
 
     table: dict
     kinds: dict[str, Column] = field(default_factory=dict)
+
+
+def read_structure(cur, db: str, table: str, mariadb: bool) -> Structure | None:
+    """A table's structure from information_schema (TABLES, COLUMNS, STATISTICS); None when it is
+    not there (dropped or renamed since) or is not a table."""
+    cur.execute("SELECT t.TABLE_TYPE, t.TABLE_COLLATION, c.CHARACTER_SET_NAME FROM information_schema.TABLES t "
+                "LEFT JOIN information_schema.COLLATIONS c ON c.COLLATION_NAME = t.TABLE_COLLATION "
+                "WHERE t.TABLE_SCHEMA=%s AND t.TABLE_NAME=%s", (db, table))
+    found = cur.fetchone()
+    if found is None or str(found[0]) not in ("BASE TABLE", "SYSTEM VERSIONED"):
+        return None
+    charset = found[2] or (str(found[1]).split("_")[0] if found[1] else None)
+    cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+                "ORDER BY ORDINAL_POSITION", (db, table))
+    names = [d[0] for d in cur.description]
+    columns = [dict(zip(names, r)) for r in cur.fetchall()]
+    cur.execute("SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS "
+                "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s", (db, table))
+    indexes = [dict(zip(("INDEX_NAME", "NON_UNIQUE", "SEQ_IN_INDEX", "COLUMN_NAME"), r)) for r in cur.fetchall()]
+    if not columns:
+        return None
+    return catalog_structure(columns, indexes, str(charset) if charset else None, mariadb)
 
 
 def catalog_structure(columns: Sequence[dict], indexes: Sequence[dict], charset: str | None,
@@ -742,6 +816,64 @@ def table_changes_json(items: Sequence[tuple[str, str, str, dict]]) -> str:
     """`tableChanges` as JSON text: (type, db, table, structure) items."""
     return json.dumps([{"type": kind, "id": table_id(db, table), "table": structure}
                        for kind, db, table, structure in items], separators=(",", ":"))
+
+
+TRANSACTION_KEY = S.struct("io.debezium.connector.common.TransactionMetadataKey", ("id", S.STRING_SCHEMA),
+                           version=1)
+TRANSACTION_COUNT = S.struct("event.collection", ("data_collection", S.STRING_SCHEMA),
+                             ("event_count", S.INT64_SCHEMA), optional=True, version=1)
+TRANSACTION_VALUE = S.struct(
+    "io.debezium.connector.common.TransactionMetadataValue", ("status", S.STRING_SCHEMA), ("id", S.STRING_SCHEMA),
+    ("event_count", S.OPTIONAL_INT64_SCHEMA), ("data_collections", S.array(TRANSACTION_COUNT, optional=True)),
+    ("ts_ms", S.INT64_SCHEMA), version=1)
+
+
+def transaction_records(marks: DataFrame, counts: DataFrame, topic: str, ts_ms: int) -> RecordBatch:
+    """Debezium's transaction topic: a BEGIN and an END record of every transaction of the range (`marks`:
+    the decoded txbegin and txend rows), each END with how many events the transaction made, in all and by
+    table (`counts`: tx, data_collection, n, first, a row per table of the transaction that made events, `first`
+    the seq of its first). The tables are listed as Debezium 2.3's HashMap iterates them (`java_hash_order`)."""
+    item = TRANSACTION_COUNT.to_spark_type()
+    listed = counts.groupBy("tx").agg(
+        F.sum("n").alias("event_count"),
+        java_hash_order(F.collect_list(F.struct("first", "data_collection", "n"))).alias("data_collections"))
+    ends = marks.join(listed, "tx", "left")
+    end = F.col("kind") == "txend"
+    value = F.struct(
+        F.when(end, F.lit("END")).otherwise(F.lit("BEGIN")).alias("status"), F.col("tx").alias("id"),
+        F.when(end, F.coalesce(F.col("event_count"), F.lit(0))).cast("long").alias("event_count"),
+        F.when(end, F.coalesce(F.col("data_collections"), F.array().cast(f"array<{item.simpleString()}>")))
+        .alias("data_collections"),
+        (F.col("ts_sec") * 1000).alias("ts_ms"))
+    df = ends.select(
+        F.lit(topic).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
+        F.struct(F.col("tx").alias("id")).alias(KEY),
+        value.alias(VALUE), F.lit(None).cast(_HEADERS).alias(HEADERS),
+        batch_constant(F.timestamp_millis(F.lit(ts_ms))).alias(TIMESTAMP), (F.col("seq") * 4).alias(SEQ))
+    return RecordBatch(df, TRANSACTION_KEY, TRANSACTION_VALUE, topics=(topic,))
+
+
+def java_hash_order(items: SparkColumn) -> SparkColumn:
+    """(first, data_collection, n) structs as {data_collection, event_count} in the order Java's HashMap<String,
+    Long> iterates them after inserting them by `first`: by bucket (String.hashCode, spread as HashMap.hash,
+    masked by the table size: 16, doubled while more than 3/4 full), then in insertion order. (A bucket of 8 or
+    more would become a tree: not modelled.) Spark expressions only: String.hashCode over the UTF-16 code units."""
+    def java_hash(text: SparkColumn) -> SparkColumn:
+        units = F.hex(F.encode(text, "UTF-16BE"))
+        n = F.length(units) / 4
+        unit = lambda i: F.conv(F.substring(units, i * 4 + 1, 4), 16, 10).cast("long")  # noqa: E731
+        return F.aggregate(F.sequence(F.lit(0), (n - 1).cast("int")), F.lit(0).cast("long"),
+                           lambda h, i: (h * 31 + unit(i)).bitwiseAND(0xFFFFFFFF))
+
+    size = F.size(items)
+    capacity = F.greatest(F.lit(16), F.pow(F.lit(2), F.ceil(F.log2(F.ceil(size / 0.75)))).cast("long"))
+    mask = capacity - 1
+    keyed = F.transform(items, lambda x: F.struct(
+        (java_hash(x["data_collection"]).bitwiseXOR(F.shiftright(java_hash(x["data_collection"]), 16))
+         .bitwiseAND(mask)).alias("bucket"), x["first"].alias("first"),
+        x["data_collection"].alias("data_collection"), x["n"].alias("event_count")))
+    return F.transform(F.array_sort(keyed), lambda x: F.struct(
+        x["data_collection"].alias("data_collection"), x["event_count"].cast("long").alias("event_count")))
 
 
 def heartbeat(spark, topic: str, prefix: str, ts_ms: int) -> RecordBatch:

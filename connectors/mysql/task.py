@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Mapping
@@ -43,13 +44,16 @@ from connectors.mysql.events import (
     Layout,
     Structure,
     TableEvents,
-    catalog_structure,
     ddl_targets,
+    event_ddl,
     heartbeat,
     layout_structure,
+    read_structure,
     schema_changes,
     shaping_of,
+    statement_table,
     table_changes_json,
+    transaction_records,
     truncated,
 )
 from connectors.mysql.types import Column, from_catalog
@@ -57,6 +61,7 @@ from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import FatalError, LakeConnectError, RetriableError
 from ingest.jvm import batch_constant
 from ingest.records import RecordBatch, counted_in_background
+from ingest.runtime.faults import UNREADABLE_ENV
 from ingest.state.tables import canonical_json
 
 SNAPSHOT = "snapshot"
@@ -147,6 +152,9 @@ class MySqlSourceTask(SourceTask):
         now_ms = int(time.time() * 1000)
         if offset is None:
             if self.mode in (C.INITIAL, C.INITIAL_ONLY, C.WHEN_NEEDED):
+                return self._plan_snapshot(cur, None, now_ms)
+            if self.mode == C.SCHEMA_ONLY and self.config[C.INCLUDE_SCHEMA_CHANGES]:
+                # Debezium's schema-only snapshot: its schema change events, without rows
                 return self._plan_snapshot(cur, None, now_ms)
             if self.mode == C.NEVER:  # Debezium: no snapshot, the binlog from its very beginning
                 first = Position(binlog.binary_logs(cur)[0][0], 4)
@@ -586,6 +594,7 @@ class MySqlSourceTask(SourceTask):
         df = (spark.read.format(binlog.SNAPSHOT_FORMAT).option(binlog.SECRET_OPTION, json.dumps(s))
               .option("queries", json.dumps(queries)).option("chunk", str(max(1000, self.config[C.MAX_BATCH_SIZE])))
               .option("locking", locking).option("tables", json.dumps(captured)).option("lock_timeout", str(timeout))
+              .options(**self._snapshot_ddl_option())
               .load()
               .select("t", "seq", F.from_json("after", "array<string>").alias("after")))
         write_dataframe(df, path, app_id=f"{self.context.connector}:snapshot", version=1, mode="overwrite",
@@ -603,6 +612,16 @@ class MySqlSourceTask(SourceTask):
         return (int(stats[0]), int(stats[1] if stats[1] is not None else -1), Position(str(file), int(position)),
                 (gtids, seen, locks))
 
+    def _snapshot_ddl_option(self) -> dict[str, str]:
+        """include.schema.changes: the databases whose DDL the snapshot emits, as Debezium's (by default its
+        schema history keeps every table of the captured databases, so their DDL is emitted too)."""
+        if not self.config[C.INCLUDE_SCHEMA_CHANGES]:
+            return {}
+        with self.cursor() as cur:
+            cur.execute("SHOW DATABASES")
+            names = [str(r[0]) for r in cur.fetchall()]
+        return {"ddl_databases": json.dumps([db for db in names if _db_only(self.filter, db)])}
+
     # --- read ----------------------------------------------------------------------------------------
 
     def read(self, plan: SourcePlan) -> list[RecordBatch]:
@@ -611,7 +630,14 @@ class MySqlSourceTask(SourceTask):
             return self._read_snapshot(plan)
         if not plan.details.get("segments"):
             return [self._heartbeat(plan)] if plan.details.get("heartbeat") else []
-        return self._read_stream(plan)
+        try:
+            return self._read_stream(plan)
+        except LakeConnectError:
+            raise
+        except Exception as e:  # the read decodes the range already: an unreadable event fails it here
+            if "EventUnreadable" in str(e):
+                raise self.explain(e, plan) from None
+            raise
 
     def _heartbeat(self, plan: SourcePlan) -> RecordBatch:
         return heartbeat(self.context.spark, f"{self.config[C.HEARTBEAT_PREFIX]}.{self.prefix}", self.prefix,
@@ -621,11 +647,11 @@ class MySqlSourceTask(SourceTask):
         from ingest.delta import read_table
 
         d = plan.details
-        if not d["tables"]:
-            return []
-        staged = read_table(self.context.spark, d["staged"]).filter(F.col("t") >= 0)
         pos = plan.ranges[0].end
         ts_ms = int(d["ts_ms"])
+        if not d["tables"]:  # schema_only, no_data: the schema change events only
+            return self._snapshot_schema_changes(d["staged"], pos, ts_ms)
+        staged = read_table(self.context.spark, d["staged"]).filter(F.col("t") >= 0)
         rows = staged.select(
             "t", F.col("seq"), F.lit("r").alias("op"), F.lit(None).cast("array<string>").alias("before"), "after",
             batch_constant(F.lit(ts_ms).cast("long")).alias("src_ts_ms"),
@@ -643,6 +669,23 @@ class MySqlSourceTask(SourceTask):
                                                                                      i == len(d["tables"]) - 1),
                                            *table_rows.columns[5:])
             batches.append(events.records(table_rows, ts_ms, self.prefix))
+        return batches + self._snapshot_schema_changes(d["staged"], pos, ts_ms)
+
+    def _snapshot_schema_changes(self, staged: str, pos: Mapping[str, Any], ts_ms: int) -> list[RecordBatch]:
+        """include.schema.changes: the snapshot's schema change events, as its transaction staged them."""
+        from ingest.delta import read_table
+
+        batches = []
+        if self.config[C.INCLUDE_SCHEMA_CHANGES]:
+            statements = read_table(self.context.spark, staged).filter(F.col("t") == binlog.DDL_ROW).select(
+                F.lit("ddl").alias("kind"), "seq", F.col("after")[0].alias("db"), F.col("after")[1].alias("tbl"),
+                F.lit(None).cast("string").alias("tm"), F.col("after")[2].alias("query"),
+                F.lit(pos["file"]).alias("file"), F.lit(int(pos["pos"])).cast("long").alias("pos"),
+                F.lit(None).cast("string").alias("gtid"), F.lit(0).cast("long").alias("server_id"),
+                F.lit(None).cast("long").alias("ts_sec"), F.lit(None).cast("long").alias("thread"),
+                F.col("after")[3].alias("table_changes"), F.lit("true").alias("snap"),
+                batch_constant(F.lit(ts_ms).cast("long")).alias("src_ts_ms"))
+            batches.append(schema_changes(statements, self.prefix, ts_ms))
         return batches
 
     def _events(self, layout: Layout) -> TableEvents:
@@ -678,17 +721,25 @@ class MySqlSourceTask(SourceTask):
                   .option("chunk", str(self.config[C.MAX_BATCH_SIZE]))
                   .option("query", "true" if self.config[C.INCLUDE_QUERY] else "false")
                   .option("models", json.dumps({"models": models, "of": of}))
+                  .option("transactions", "true" if self.config[C.PROVIDE_TRANSACTION_METADATA] else "false")
+                  .option("on_failure", self._on_failure())
+                  .option("unreadable", os.environ.get(UNREADABLE_ENV, ""))
                   .load())
             df = df.persist(StorageLevel.MEMORY_AND_DISK)
             self._persisted.append(df)
             return df
 
+        skipped: list = []  # row events left out (event.processing.failure.handling.mode=warn)
+
         def metadata(df: DataFrame) -> tuple[list, list]:
-            # What the driver takes from the decoded range is small: a row per table layout and per DDL statement.
-            meta = df.filter((F.col("kind") == "tablemap") | ((F.col("kind") == "ddl")
-                                                              & F.col("query").rlike(DDL_PATTERN))) \
+            # What the driver takes from the decoded range is small: a row per table layout, per DDL statement
+            # and per row event left out (event.processing.failure.handling.mode=warn).
+            meta = df.filter(F.col("kind").isin("tablemap", "skipped") | ((F.col("kind") == "ddl")
+                                                                          & F.col("query").rlike(DDL_PATTERN))) \
                 .select("kind", "seq", "db", "tbl", "tm", "query", "file", "pos", "gtid", "server_id", "ts_sec",
                         "thread").collect()
+            skipped.clear()
+            skipped.extend(sorted((m for m in meta if m["kind"] == "skipped"), key=lambda m: m["seq"]))
             return ([m for m in meta if m["kind"] == "tablemap"],
                     sorted((m for m in meta if m["kind"] == "ddl"), key=lambda m: m["seq"]))
 
@@ -708,15 +759,23 @@ class MySqlSourceTask(SourceTask):
                 .unionByName(again).persist(StorageLevel.MEMORY_AND_DISK)
             self._persisted.append(df)
             maps, ddl_rows = metadata(df)
+        for m in skipped:  # Debezium's warning, with its advice
+            self.context.log.warning(
+                f"the binlog event at {m['file']}:{m['pos']} ({m['db']}.{m['tbl']}) cannot be read ({m['query']}); "
+                "it is left out (event.processing.failure.handling.mode=warn). See it with mysqlbinlog "
+                f"--start-position={m['pos']} --verbose {m['file']}")
         ts_ms = int(d["ts_ms"])
         if ddl_rows:
             self._record_history(ddl_rows, plan.ranges[0].end)
             end = plan.ranges[0].end
             self._store_model(Position(str(end["file"]), int(end["pos"])), model)
+        transactions = bool(self.config[C.PROVIDE_TRANSACTION_METADATA])
         rows = df.filter((F.col("kind") == "row") & gtid_dml_filter(self.config)).select(
             "tm", "db", "tbl", "seq", "op", "before", "after", (F.col("ts_sec") * 1000).alias("src_ts_ms"),
-            F.lit(None).cast("string").alias("snap"), "file", "pos", "row", "server_id", "gtid", "thread", "query")
-        batches = []
+            F.lit(None).cast("string").alias("snap"), "file", "pos", "row", "server_id", "gtid", "thread", "query",
+            *(["tx"] if transactions else []))
+        batches: list[RecordBatch] = []
+        emitted: list[tuple[Layout, TableEvents, DataFrame]] = []
         seen, counted, noted = set(), None, set()
         for m in maps:
             if m["tm"] in seen:
@@ -746,6 +805,10 @@ class MySqlSourceTask(SourceTask):
             if not self.filter.captures(layout.db, layout.table):
                 continue
             events, table_rows = self._events(layout), rows.filter(F.col("tm") == m["tm"]).drop("tm", "db", "tbl")
+            emitted.append((layout, events, table_rows))
+        if transactions:
+            emitted = self._with_transaction_orders(df, emitted, ts_ms, batches)
+        for _, events, table_rows in emitted:
             batches.append(events.records(table_rows, ts_ms, self.prefix))
             counted = (events, table_rows)
         if "t" not in self.shaping.skipped:  # Debezium's truncate events: skipped.operations without t
@@ -763,7 +826,9 @@ class MySqlSourceTask(SourceTask):
             captured = [m for m in ddl_rows if _db_only(self.filter, m["db"])]
             if captured:
                 changes = self._table_changes(ddl_rows, {m["seq"] for m in captured}, maps)
-                statements = spark.createDataFrame([(*m, changes[m["seq"]]) for m in captured],
+                statements = spark.createDataFrame([(*m[:3], statement_table(m["query"], m["db"]), m["tm"],
+                                                     event_ddl(m["query"], m["db"]), *m[6:], changes[m["seq"]])
+                                                    for m in captured],
                                             schema=DDL_ROWS + ", table_changes string")
                 batches.append(schema_changes(statements, self.prefix, ts_ms))
         if d.get("heartbeat", int(self.config[C.HEARTBEAT_INTERVAL_MS]) > 0):  # plans made before it was planned
@@ -776,6 +841,40 @@ class MySqlSourceTask(SourceTask):
             self._counting.append(counts)
             batches[0] = replace(batches[0], counts=counts)
         return batches
+
+    def _on_failure(self) -> str:
+        mode = str(self.config["event.processing.failure.handling.mode"]).strip().lower()
+        return "skip" if mode == "ignore" else mode
+
+    def _with_transaction_orders(self, df: DataFrame, emitted: list, ts_ms: int, batches: list[RecordBatch]
+                                 ) -> list[tuple[Layout, TableEvents, DataFrame]]:
+        """provide.transaction.metadata: each captured table's rows with how many events of their transaction
+        (and of its table) come before them, and the transaction topic's records appended to `batches`. The
+        counts cross tables, so they come from one window over every table's row events (by transaction)."""
+        from pyspark.sql import Window
+
+        per_row = [table_rows.filter(F.col("tx").isNotNull()).select(
+            "seq", "tx", F.lit(f"{layout.db}.{layout.table}").alias("data_collection"), events.counted().alias("n"))
+            for layout, events, table_rows in emitted]
+        marks = df.filter(F.col("kind").isin("txbegin", "txend")).select("seq", "kind", "tx", "ts_sec")
+        counts = None
+        if per_row:
+            counted = per_row[0]
+            for more in per_row[1:]:
+                counted = counted.unionByName(more)
+            before = Window.unboundedPreceding, -1
+            in_tx = Window.partitionBy("tx").orderBy("seq").rowsBetween(*before)
+            in_table = Window.partitionBy("tx", "data_collection").orderBy("seq").rowsBetween(*before)
+            bases = counted.select("seq", F.coalesce(F.sum("n").over(in_tx), F.lit(0)).alias("tx_base"),
+                                   F.coalesce(F.sum("n").over(in_table), F.lit(0)).alias("tx_table_base"))
+            emitted = [(layout, events, table_rows.join(bases, "seq", "left"))
+                       for layout, events, table_rows in emitted]
+            counts = (counted.filter(F.col("n") > 0).groupBy("tx", "data_collection")
+                      .agg(F.sum("n").alias("n"), F.min("seq").alias("first")))
+        else:
+            counts = self.context.spark.createDataFrame([], "tx string, data_collection string, n long, first long")
+        batches.append(transaction_records(marks, counts, f"{self.prefix}.transaction", ts_ms))
+        return emitted
 
     def _models_by_segment(self, model: ddl.Schema, segments: list, ddl_rows: list
                            ) -> tuple[dict[int, str], ddl.Schema, list[tuple[Any, Layout]]]:
@@ -874,25 +973,7 @@ class MySqlSourceTask(SourceTask):
         return out
 
     def _catalog_structure(self, cur, db: str, table: str, mariadb: bool) -> Structure | None:
-        """A table's structure from information_schema (TABLES, COLUMNS, STATISTICS); None when it is
-        not there (dropped or renamed since) or is not a table."""
-        cur.execute("SELECT t.TABLE_TYPE, t.TABLE_COLLATION, c.CHARACTER_SET_NAME FROM information_schema.TABLES t "
-                    "LEFT JOIN information_schema.COLLATIONS c ON c.COLLATION_NAME = t.TABLE_COLLATION "
-                    "WHERE t.TABLE_SCHEMA=%s AND t.TABLE_NAME=%s", (db, table))
-        found = cur.fetchone()
-        if found is None or str(found[0]) not in ("BASE TABLE", "SYSTEM VERSIONED"):
-            return None
-        charset = found[2] or (str(found[1]).split("_")[0] if found[1] else None)
-        cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
-                    "ORDER BY ORDINAL_POSITION", (db, table))
-        names = [d[0] for d in cur.description]
-        columns = [dict(zip(names, r)) for r in cur.fetchall()]
-        cur.execute("SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS "
-                    "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s", (db, table))
-        indexes = [dict(zip(("INDEX_NAME", "NON_UNIQUE", "SEQ_IN_INDEX", "COLUMN_NAME"), r)) for r in cur.fetchall()]
-        if not columns:
-            return None
-        return catalog_structure(columns, indexes, str(charset) if charset else None, mariadb)
+        return read_structure(cur, db, table, mariadb)
 
     def _is_signal_table(self, db: str, table: str) -> bool:
         signal = self.config[C.SIGNAL_DATA_COLLECTION]
@@ -965,6 +1046,10 @@ class MySqlSourceTask(SourceTask):
 
     def explain(self, error: Exception, plan: SourcePlan) -> Exception | None:
         text = str(error)
+        unreadable = re.search(r"EventUnreadable: ([^\n]+)", text)
+        if unreadable:  # event.processing.failure.handling.mode=fail
+            return FatalError(f"{unreadable.group(1).strip()[:800]}. Nothing of this batch was committed: the next "
+                              "run reads the same range again")
         if "pymysql" not in text and "MySQL" not in text and "mariadb" not in text.lower():
             return None
         what = "the snapshot" if plan.details.get("kind") == SNAPSHOT else "the binlog"

@@ -21,6 +21,11 @@ DRIVER_ENV = "LAKECONNECT_DRIVER_PID"
 SOURCE_STEPS = ("plan", "read", "transform", "convert", "write", "commit", "done")
 SINK_STEPS = ("plan", "read", "convert", "transform", "put", "write", "commit", "done")
 
+UNREADABLE_ENV = "LAKECONNECT_UNREADABLE_ROWS"
+"""`db.table`: the MySQL CDC source's binlog decoder fails on that table's row events, as on an event it cannot
+deserialize (a healthy server writes none to test event.processing.failure.handling.mode with). Read by the
+driver and passed to the decoding tasks as an option."""
+
 _seen: dict[str, int] = {}
 
 

@@ -137,7 +137,7 @@ def comparable(lake: Path, topic: str) -> list[tuple]:
             v = json.loads(value)
             payload = v.get("payload") or {}
             payload.pop("ts_ms", None)
-            if payload.get("op") == "r":
+            if payload.get("op") == "r" or ("ddl" in payload and payload["source"]["snapshot"] == "true"):
                 payload["source"].pop("ts_ms", None)
             value = json.dumps(v, sort_keys=True)
         out.append((partition, offset, key, value, headers))

@@ -50,7 +50,7 @@ def test_a_production_config_validates_with_warnings_only_for_keys_nobody_declar
 
 @pytest.mark.parametrize(("key", "value", "supported"), [
     ("snapshot.locking.mode", "minimal_percona", "supports 'minimal' or 'extended' or 'none'"),
-    ("provide.transaction.metadata", "true", "supports false"),
+    ("schema.name.adjustment.mode", "avro", "supports 'none'"),
     ("signal.enabled.channels", "source,kafka", "supports 'source'"),
     ("database.initial.statements", "SET @token = 'hunter2'", "supports an empty value"),
 ])

@@ -32,11 +32,13 @@ from deltalake import DeltaTable
 from tests.conftest import cli_here
 from tests.mysql._cdc import Db, connector_config, create, run
 from tests.mysql._oracle_corpus import HISTORY, SETUP
+from tests.mysql.test_snapshot_locking import SEQUENCES, STATEMENTS
 from tests.mysql.connect_oracle import FLAVOURS, ConnectWorker, Record, jars_present, read_topic, topics
 
 DB = "dbz_oracle"
 DUMP_ENV = "LAKECONNECT_ORACLE_DUMP"
 NAME = "oracle-connector"
+MINIMAL = SEQUENCES["minimal"]
 # Debezium and lakeconnect read the binlog at the same time: each needs replica ids of its own
 # (lakeconnect's parallel decoders take the ids after database.server.id).
 SERVER_IDS = {"debezium23": "10100", "debezium3": "10200"}
@@ -51,7 +53,8 @@ PRODUCTION_KEYS = {
     "skipped.operations": "t", "provide.transaction.metadata": "false", "signal.enabled.channels": "source",
     "event.processing.failure.handling.mode": "fail", "include.schema.comments": "false",
     "inconsistent.schema.handling.mode": "fail", "connect.timeout.ms": "30000", "max.queue.size": "8192",
-    "poll.interval.ms": "500", "owner.team": "payments", "ticket": "DATA-1234",
+    "poll.interval.ms": "500", "snapshot.include.collection.list": rf"{DB}\..*", "database.initial.statements": "",
+    "owner.team": "payments", "ticket": "DATA-1234",
 }
 
 # decimal.handling.mode and binary.handling.mode other than the defaults: each variant is one more connector
@@ -74,9 +77,12 @@ MODE_VARIANTS = {
     "m9": {"time.precision.mode": "connect", "include.schema.comments": "true",
            "column.propagate.source.type": rf"{DB}\.types\.(id|vc|bo|e|tm3)",
            "datatype.propagate.source.type": r".+\.decimal,.+\.DATETIME,.+\.int unsigned,DECIMAL"},
+    # Debezium's transaction topic and blocks, and schema change events: the snapshot's and the binlog's.
+    "m10": {"provide.transaction.metadata": "true"},
+    "m11": {"include.schema.changes": "true"},
 }
 MODE_SERVER_IDS = {"m1": "10301", "m2": "10302", "m3": "10303", "m4": "10304", "m5": "10305", "m6": "10306",
-                   "m7": "10307", "m8": "10308", "m9": "10309"}
+                   "m7": "10307", "m8": "10308", "m9": "10309", "m10": "10310", "m11": "10311"}
 # The tables a variant captures (with the marker, whose last row says a connector has read everything).
 VARIANT_TABLES = {"m8": "trunc"}
 
@@ -163,7 +169,37 @@ def _blank_mariadb_transaction(theirs: dict, ours: dict) -> None:
         a["thread"] = b["thread"] = "<known: MariaDB GTID>"
 
 
+def _blank_schema_change_row(theirs: dict, ours: dict) -> None:
+    a, b = theirs["payload"], ours["payload"]
+    if "ddl" in a and "ddl" in b and a["source"].get("snapshot") == "false" and b["source"].get("row") == 0:
+        a["source"]["row"] = b["source"]["row"] = "<known: schema change row>"
+
+
+def _blank_binlog_table_changes(theirs: dict, ours: dict) -> None:
+    a, b = theirs["payload"], ours["payload"]
+    if "ddl" not in a or "ddl" not in b or a["source"].get("snapshot") != "false":
+        return
+    for x, y in zip(a.get("tableChanges") or [], b.get("tableChanges") or []):
+        if (x["type"], x["id"]) == (y["type"], y["id"]) and x.get("table") != y.get("table"):
+            x["table"] = y["table"] = "<known: tableChanges of a binlog statement>"
+
+
 KNOWN: list[Known] = [
+    Known("tableChanges of a binlog statement", ("",),
+          "the table structure in tableChanges of a DDL statement read from the binlog: Debezium describes the "
+          "table as its parser builds it from the statement's text (INT without a length; the table as of that "
+          "statement); lakeconnect from the server's catalog when the batch is read (int(11); a later ALTER of "
+          "the same batch already in it) or from a binlog table map (README, Events)",
+          "Debezium keeps its own model of every table by parsing each DDL statement; this connector reads the "
+          "catalog once per batch",
+          _blank_binlog_table_changes),
+    Known("schema change row", ("",),
+          "source.row of a schema change event read from the binlog: Debezium 2.3 writes the row number of the "
+          "last row event of a captured table it read before the statement (1 after a two-row event), "
+          "lakeconnect 0",
+          "Debezium's source info keeps the row number a row event set until the next one; a DDL statement has "
+          "no rows, and the number depends on what the connector read before, in earlier batches too",
+          _blank_schema_change_row),
     Known("MariaDB GTID", ("",),
           "source.gtid and source.thread of binlog events: Debezium 2.3 writes null and 0 on MariaDB, lakeconnect "
           "the MariaDB GTID of the event's transaction (0-1-342) and null, as Debezium 3.x's MariaDB connector",
@@ -196,7 +232,9 @@ def _volatile_blanked(value: dict | None) -> dict | None:
                 payload[f] = "<clock>"
         source = payload.get("source")
         if isinstance(source, dict):
-            for f in VOLATILE_SOURCE + (SNAPSHOT_POSITION if payload.get("op") == "r" else ()):
+            # a snapshot's rows and schema changes: where that connector took its snapshot
+            taken = payload.get("op") == "r" or ("ddl" in payload and source.get("snapshot") == "true")
+            for f in VOLATILE_SOURCE + (SNAPSHOT_POSITION if taken else ()):
                 if f in source:
                     source[f] = "<server>"
     return value
@@ -234,7 +272,7 @@ def lake_records(lake: Path, topic: str) -> list[tuple]:
 
 
 def lake_topics(lake: Path, prefix: str) -> list[str]:
-    return sorted(p.name for p in (lake / "topics").iterdir() if p.name.startswith(prefix + "."))
+    return sorted(p.name for p in (lake / "topics").iterdir() if p.name == prefix or p.name.startswith(prefix + "."))
 
 
 def _first_difference(a, b, path="") -> str:
@@ -293,6 +331,32 @@ def _saw_end_marker(bootstrap: str, prefix: str) -> bool:
                for r in read_topic(bootstrap, topic))
 
 
+def _server_time(db: Db) -> Any:
+    cur = db.conn.cursor()
+    cur.execute("SELECT NOW(6)")
+    return cur.fetchone()[0]
+
+
+def _snapshot_statements(cur, since: Any) -> list[list[str]]:
+    """Each connection's statements since `since` that take or release locks, open or end the transaction,
+    read the binlog position or read a captured table's rows (as "SELECT rows", consecutive ones once), for
+    the connections that read rows: each snapshot's."""
+    cur.execute("SELECT thread_id, CONVERT(argument USING utf8mb4) FROM mysql.general_log "
+                "WHERE command_type = 'Query' AND event_time >= %s ORDER BY event_time", (since,))
+    by_thread: dict[int, list[str]] = {}
+    for thread, text in cur.fetchall():
+        text = " ".join(str(text).split())
+        upper = text.upper()
+        if upper.startswith("SELECT") and DB.upper() in upper and "INFORMATION_SCHEMA" not in upper:
+            text = "SELECT rows"
+        elif not upper.startswith(STATEMENTS):
+            continue
+        seen = by_thread.setdefault(int(thread), [])
+        if not (text == "SELECT rows" and seen and seen[-1] == text):
+            seen.append(text)
+    return [found for found in by_thread.values() if "SELECT rows" in found]
+
+
 @pytest.fixture(scope="module")
 def captured(services, kafka_bootstrap, tmp_path_factory):
     """The corpus through lakeconnect and through each Debezium whose jars are there: their records by topic."""
@@ -332,6 +396,10 @@ def captured(services, kafka_bootstrap, tmp_path_factory):
                 f.result()
         timings["connect start"] = max(w.started_s for w in workers.values())
         prefixes = {"debezium23": prefix, "debezium3": V3_TOPIC + prefix}
+        # The statements of each Debezium snapshot, from the server's general log (its locks, in its order).
+        # (no TRUNCATE of the log: the binlog has the statement, which the streams would then read)
+        log_from = _server_time(db)
+        db("SET GLOBAL log_output = 'TABLE'", "SET GLOBAL general_log = ON")
         for flavour, w in workers.items():
             extra = {"database.server.id": SERVER_IDS[flavour],
                      "schema.history.internal.kafka.topic": f"{prefix}-history-{flavour}"}
@@ -349,6 +417,8 @@ def captured(services, kafka_bootstrap, tmp_path_factory):
             workers["debezium23"].wait_for(f"{NAME}-{v}", lambda: _snapshot_done(kafka_bootstrap, prefix + v),
                                            "end of snapshot")
         timings["snapshots"] = time.monotonic() - t0
+        db("SET GLOBAL general_log = OFF")
+        snapshot_statements = _snapshot_statements(db.conn.cursor(), log_from)
 
         db(*HISTORY)
         t0 = time.monotonic()
@@ -364,7 +434,8 @@ def captured(services, kafka_bootstrap, tmp_path_factory):
         timings["streaming"] = time.monotonic() - t0
 
         lake = base / "lakeconnect" / "lake"
-        out = {"prefix": prefix, "lakeconnect": {t: lake_records(lake, t) for t in lake_topics(lake, prefix)}}
+        out = {"prefix": prefix, "lakeconnect": {t: lake_records(lake, t) for t in lake_topics(lake, prefix)},
+               "snapshot_statements": snapshot_statements}
         for v in variants:
             out[v] = {"lakeconnect": {t: lake_records(lake, t) for t in lake_topics(lake, prefix + v)},
                       "debezium23": {t: kafka_records(read_topic(kafka_bootstrap, t))
@@ -384,57 +455,85 @@ def captured(services, kafka_bootstrap, tmp_path_factory):
         db.close()
 
 
-def test_lakeconnect_writes_what_debezium_23_writes(captured):
+def _main_corpus(captured) -> list[str]:
     theirs, ours = captured["debezium23"], captured["lakeconnect"]
     n = sum(len(v) for v in theirs.values())
     print(f"\ncompared {n} Debezium 2.3 records on {len(theirs)} topics with lakeconnect's "
           f"{sum(len(v) for v in ours.values())}")
     assert n > 60 and f"{captured['prefix']}.{DB}.types" in theirs
     diffs = differences(theirs, ours)
-    assert not diffs, f"{len(diffs)} differences from Debezium 2.3:\n" + "\n".join(diffs[:60])
+    return [f"{len(diffs)} differences from Debezium 2.3:"] + diffs[:60] if diffs else []
 
 
-@pytest.mark.parametrize("variant", sorted(MODE_VARIANTS))
-def test_handling_modes_and_column_rules_write_what_debezium_writes(captured, variant):
+def _variant(captured, variant: str) -> list[str]:
+    """One variant's records: what its keys must show in Debezium's own records, then lakeconnect's equal."""
     theirs, ours = captured[variant]["debezium23"], captured[variant]["lakeconnect"]
-    types = f"{captured['prefix']}{variant}.{DB}.{VARIANT_TABLES.get(variant, 'types')}"
-    assert types in theirs and len(theirs[types]) > 3
+    prefix = f"{captured['prefix']}{variant}"
+    types = f"{prefix}.{DB}.{VARIANT_TABLES.get(variant, 'types')}"
+    modes = MODE_VARIANTS[variant]
+    assert types in theirs and len(theirs[types]) > 3, (variant, sorted(theirs))
     if variant in VARIANT_TABLES:  # the truncated table: the truncate event between its rows, without a key
         ops = [(r[2], json.loads(r[3])["payload"]["op"]) for r in theirs[types] if r[3]]
         assert [op for _, op in ops].count("t") == 1 and dict((op, key) for key, op in ops)["t"] is None, ops
-        print(f"\n{variant}: {[op for _, op in ops]}")
-        diffs = differences(theirs, ours)
-        assert not diffs, f"{len(diffs)} differences from Debezium 2.3:\n" + "\n".join(diffs[:60])
-        return
-    fields = {f["field"]: f for f in json.loads(theirs[types][0][3])["schema"]["fields"][1]["fields"]}
-    modes = MODE_VARIANTS[variant]
-    if modes.get("decimal.handling.mode") == "string":
-        assert fields["de"]["type"] == "string"
-    if modes.get("binary.handling.mode", "bytes") != "bytes":
-        assert fields["bl"]["type"] == "string"
-    if modes.get("bigint.unsigned.handling.mode") == "precise":
-        assert fields["biu"]["name"] == "org.apache.kafka.connect.data.Decimal"
-    if "column.exclude.list" in modes:
-        assert "lt" not in fields and "mb" not in fields and "tx" in fields
-    if "skipped.operations" in modes:
-        ops = {json.loads(r[3])["payload"]["op"] for r in theirs[types] if r[3]}
-        assert ops == {"r", "c"}, ops
-    if "snapshot.include.collection.list" in modes:
-        assert not [r for r in theirs[types] if r[3] and json.loads(r[3])["payload"]["op"] == "r"]
-    if modes.get("time.precision.mode") == "connect":
-        assert fields["d"]["name"] == "org.apache.kafka.connect.data.Date" and fields["vc"]["doc"] == "the row''s name"
-        assert fields["de"]["parameters"]["__debezium.source.column.type"] == "DECIMAL"
-        assert "__debezium.source.column.type" not in fields["c"].get("parameters", {})
-    if "snapshot.select.statement.overrides" in modes:
-        snapshot = [json.loads(r[3])["payload"] for r in theirs[types] if r[3]]
-        assert [p["after"]["id"] for p in snapshot if p["op"] == "r"] == [1, 3, 4]
+    else:
+        fields = {f["field"]: f for f in json.loads(theirs[types][0][3])["schema"]["fields"][1]["fields"]}
+        if modes.get("decimal.handling.mode") == "string":
+            assert fields["de"]["type"] == "string"
+        if modes.get("binary.handling.mode", "bytes") != "bytes":
+            assert fields["bl"]["type"] == "string"
+        if modes.get("bigint.unsigned.handling.mode") == "precise":
+            assert fields["biu"]["name"] == "org.apache.kafka.connect.data.Decimal"
+        if "column.exclude.list" in modes:
+            assert "lt" not in fields and "mb" not in fields and "tx" in fields
+        if "skipped.operations" in modes:
+            ops = {json.loads(r[3])["payload"]["op"] for r in theirs[types] if r[3]}
+            assert ops == {"r", "c"}, ops
+        if "snapshot.include.collection.list" in modes:
+            assert not [r for r in theirs[types] if r[3] and json.loads(r[3])["payload"]["op"] == "r"]
+        if modes.get("time.precision.mode") == "connect":
+            assert fields["d"]["name"] == "org.apache.kafka.connect.data.Date" \
+                and fields["vc"]["doc"] == "the row''s name"
+            assert fields["de"]["parameters"]["__debezium.source.column.type"] == "DECIMAL"
+            assert "__debezium.source.column.type" not in fields["c"].get("parameters", {})
+        if "snapshot.select.statement.overrides" in modes:
+            snapshot = [json.loads(r[3])["payload"] for r in theirs[types] if r[3]]
+            assert [p["after"]["id"] for p in snapshot if p["op"] == "r"] == [1, 3, 4]
+    if modes.get("provide.transaction.metadata") == "true":
+        # BEGIN and END of every transaction the history has, the END with its events' count
+        marks = [json.loads(r[3])["payload"] for r in theirs[f"{prefix}.transaction"]]
+        assert [m["status"] for m in marks[:2]] == ["BEGIN", "END"] and len(marks) > 20
+        assert sum(m["event_count"] or 0 for m in marks) > 5
+        blocks = [json.loads(r[3])["payload"]["transaction"] for r in theirs[types] if r[3]]
+        assert any(b and b["total_order"] == 2 for b in blocks)
+    if modes.get("include.schema.changes") == "true":
+        ddl = [json.loads(r[3])["payload"] for r in theirs[prefix]]
+        assert ddl[0]["ddl"].startswith("SET character_set_server=") and ddl[0]["source"]["snapshot"] == "true"
+        assert any(d["source"]["snapshot"] == "false" and d["ddl"].startswith("ALTER") for d in ddl)
     print(f"\n{variant} {modes}: compared {sum(len(v) for v in theirs.values())} Debezium 2.3 records on "
           f"{len(theirs)} topics")
     diffs = differences(theirs, ours)
-    assert not diffs, f"{len(diffs)} differences from Debezium 2.3 ({modes}):\n" + "\n".join(diffs[:60])
+    return [f"{variant} {modes}: {len(diffs)} differences from Debezium 2.3:"] + diffs[:40] if diffs else []
 
 
-def test_debezium_3_captures_the_corpus(captured):
+def _snapshot_locks(captured) -> list[str]:
+    """Debezium 2.3's snapshots (snapshot.locking.mode=minimal, the default) take their locks with the statements
+    this connector runs with lakeconnect.snapshot.position=binlog_status (test_snapshot_locking.py checks
+    those in the same general log), in the same order, but for the one difference the README gives: 2.3 opens
+    no consistent snapshot before UNLOCK TABLES (its JDBC connection's autocommit is off; InnoDB's read
+    view opens at the first SELECT of rows, after the lock is gone). Its JDBC commits after the schema reads
+    and its second SHOW MASTER STATUS after the rows are left out."""
+    found = captured["snapshot_statements"]
+    print("\nthe Debezium snapshots' statements:", *sorted({" | ".join(s) for s in found}), sep="\n  ")
+    ours = [s.replace("SELECT JSON_ARRAY", "SELECT rows") for s in MINIMAL
+            if s not in ("START TRANSACTION WITH CONSISTENT SNAPSHOT", "COMMIT")]
+    theirs = [[x for x in s[:s.index("SELECT rows") + 1] if x != "commit"] for s in found]
+    # 2.3's connectors (the corpus's and each variant's) are all but one (3.x's) of them
+    if len([s for s in theirs if s == ours]) < len(MODE_VARIANTS) + 1:
+        return [f"Debezium 2.3's snapshot statements differ from lakeconnect's ({ours}):"] + [str(s) for s in found]
+    return []
+
+
+def _debezium_3(captured) -> None:
     """3.x must have run the whole history; how it differs from 2.3 is printed (the README keeps it)."""
     v2, v3 = captured["debezium23"], captured["debezium3"]
     assert sorted(v3) == sorted(v2)
@@ -447,3 +546,14 @@ def test_debezium_3_captures_the_corpus(captured):
         if kind not in seen:
             seen.add(kind)
             print("  ", d[:400])
+
+
+def test_lakeconnect_writes_what_debezium_writes(captured):
+    """The whole corpus, then each variant, against Debezium 2.3, and Debezium 3.x's run of the corpus: one
+    test, so that pytest-xdist runs the connectors (the module's fixture) once, on one worker. Every variant is
+    compared before the test fails, and the failure lists each one's differences."""
+    failures = _main_corpus(captured) + _snapshot_locks(captured)
+    for variant in sorted(MODE_VARIANTS, key=lambda v: int(v[1:])):
+        failures += _variant(captured, variant)
+    _debezium_3(captured)
+    assert not failures, "\n".join(failures)

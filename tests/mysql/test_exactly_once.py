@@ -18,6 +18,7 @@ from tests.runtime.helpers import topic_commits
 DB = "lc_cdc_crash"
 BOOKS = f"crash.{DB}.kafka_books"
 AUTHORS = f"crash.{DB}.authors"
+TRANSACTIONS, SCHEMA_CHANGES = "crash.transaction", "crash"
 CHANGES = (
     "INSERT INTO kafka_books (title, subtitle, published) VALUES ('Book 3', 's3', '2020-01-03'), "
     "('Book 4', 's4', '2020-01-04')",
@@ -41,8 +42,10 @@ def db(services):
 
 
 def test_killed_at_every_step_of_a_snapshot_and_a_binlog_batch(tmp_path, services, db):
+    # with Debezium's transaction topic and blocks, and the snapshot's schema change events
     config = connector_config(services, **{"topic.prefix": "crash", "database.include.list": DB,
-                                            "table.include.list": f"{DB}.kafka_books,{DB}.authors"})
+                                            "table.include.list": f"{DB}.kafka_books,{DB}.authors",
+                                            "provide.transaction.metadata": "true", "include.schema.changes": "true"})
     clean = create(tmp_path / "clean", "cdc", config)
     crashed = create(tmp_path / "crashed", "cdc", {**config, "database.server.id": "10001"})
 
@@ -54,9 +57,10 @@ def test_killed_at_every_step_of_a_snapshot_and_a_binlog_batch(tmp_path, service
     crash_each_step(crashed, "cdc", 2, between=lambda: db(*LATE))
     run(clean, "cdc")
     r = run(crashed, "cdc")
-    assert "batch 3 committed 1 records" in r.stdout + r.stderr, r.stdout + r.stderr
+    # the late row, and its transaction's BEGIN and END
+    assert "batch 3 committed 3 records" in r.stdout + r.stderr, r.stdout + r.stderr
 
-    for topic in (BOOKS, AUTHORS):
+    for topic in (BOOKS, AUTHORS, TRANSACTIONS, SCHEMA_CHANGES):
         expected = comparable(tmp_path / "clean" / "lake", topic)
         assert comparable(tmp_path / "crashed" / "lake", topic) == expected
         assert topic_commits(tmp_path / "crashed" / "lake", topic) == topic_commits(tmp_path / "clean" / "lake", topic)
@@ -73,3 +77,11 @@ def test_killed_at_every_step_of_a_snapshot_and_a_binlog_batch(tmp_path, service
     assert named[5:8] == [[("__debezium.newkey", '{"id":20}')]] * 2 + [[("__debezium.oldkey", '{"id":3}')]], named
     assert not any(named[:5] + named[8:]), named
     assert len(records(tmp_path / "crashed" / "lake", AUTHORS)) == 2
+    # the snapshot's DDL: the server's charset, a DROP TABLE of each of the database's three tables, the
+    # database's DROP, CREATE and USE, a CREATE TABLE of each
+    ddl = [json.loads(v)["payload"]["ddl"] for _, v in records(tmp_path / "crashed" / "lake", SCHEMA_CHANGES)]
+    assert len(ddl) == 1 + 3 + 3 + 3 and ddl[4] == f"DROP DATABASE IF EXISTS `{DB}`", ddl
+    # a BEGIN and an END of each of the seven transactions; the key change's two events in the sixth's count
+    marks = [json.loads(v)["payload"] for _, v in records(tmp_path / "crashed" / "lake", TRANSACTIONS)]
+    assert [m["status"] for m in marks] == ["BEGIN", "END"] * 7, marks
+    assert [m["event_count"] for m in marks[1::2]] == [2, 1, 2, 1, 1, 0, 1], marks
