@@ -287,6 +287,11 @@ def parse_gtid(gtid: str) -> tuple[str, int]:
 GTID_FILTER_CONFLICT = "Cannot specify GTID excludes when includes are provided."  # BinlogConnectorConfig
 
 
+_PYTHON_ONLY = ("(?P<", "(?P=", "(?#", "(?(", "{,")
+"""Constructs Python's regular expressions take and Java's refuse (named groups as (?P<n>), their references,
+comments, conditionals, {,n}): a pattern with one is refused before it reaches Spark's (Java) matcher."""
+
+
 def source_filter(includes: Sequence[str] = (), excludes: Sequence[str] = ()) -> Predicate:
     """gtid.source.includes / gtid.source.excludes as a predicate on a source uuid (both empty: every source).
 
@@ -305,6 +310,10 @@ def source_filter(includes: Sequence[str] = (), excludes: Sequence[str] = ()) ->
             patterns.append(re.compile(entry, re.I))
         except re.error as e:
             raise ValueError(f"{key}: {entry!r} is not a regular expression ({e})") from None
+        python_only = next((c for c in _PYTHON_ONLY if c in entry), None)
+        if python_only:
+            raise ValueError(f"{key}: {entry!r} uses {python_only!r}, which Java's regular expressions (Debezium's, "
+                             "and Spark's, which applies the filter here) do not have; write it as Java reads it")
 
     def matched(uuid: str) -> bool:
         return any(p.fullmatch(uuid) for p in patterns)

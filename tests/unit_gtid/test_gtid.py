@@ -525,3 +525,7 @@ def test_source_filter_as_debezium():
         source_filter(includes=[u1], excludes=[u2])
     with pytest.raises(ValueError, match=r"gtid.source.excludes: '\[' is not a regular expression"):
         source_filter(excludes=["["])
+    # valid in Python, refused by Java's matcher (Debezium's, and Spark's rlike that applies the filter)
+    for python_only in ("(?P<u>[0-9a-f-]+)", "3e11fa47-.{,40}", "(?#the primary)3e11fa47.*"):
+        with pytest.raises(ValueError, match="which Java's regular expressions"):
+            source_filter(includes=[python_only])
