@@ -66,6 +66,10 @@ _ASSIGNORS = {
     "org.apache.kafka.clients.consumer.StickyAssignor": "cooperative-sticky",
 }
 _FLUSH_TIMEOUT_S = 120.0
+API_TIMEOUT = "default.api.timeout.ms"
+DEFAULT_API_TIMEOUT_MS = 30_000
+"""How long a call to the cluster (metadata, topic creation, offsets) may take before the batch fails as
+retriable: `kafka.default.api.timeout.ms`, the name of the Java clients' setting (whose default is 60 s)."""
 _LAYOUT = "by-id"  # how a batch's records split into tasks: Kafka partition p in task p % tasks
 TRANSACTION_BOUNDARY = "transaction.boundary"
 TRANSACTION_INTERVAL = "transaction.boundary.interval.ms"
@@ -105,6 +109,7 @@ class KafkaClients:
     producer: dict[str, str] = field(repr=False)
     consumer: dict[str, str] = field(repr=False)
     transactions: Transactions | None = None  # None: at-least-once, as Kafka Connect without KIP-618
+    api_timeout_s: float = DEFAULT_API_TIMEOUT_MS / 1000
 
     @property
     def bootstrap(self) -> str:
@@ -124,6 +129,7 @@ class KafkaClients:
         """The worker's `kafka.*`, `producer.*` and `consumer.*` keys, then the connector's overrides, which
         the worker's `lake.client.config.override.policy` must allow (Kafka's All, None or Principal)."""
         common = {k[len(CLUSTER_PREFIX):]: str(v) for k, v in worker.items() if k.startswith(CLUSTER_PREFIX)}
+        api_timeout_s = _api_timeout_s(common.pop(API_TIMEOUT, None))
         if not common.get("bootstrap.servers"):
             raise ConfigError([Problem("kafka.bootstrap.servers", f"is required with {TOPIC_BACKEND}=kafka: the "
                                        "cluster's brokers, host:port[,host:port...]")])
@@ -151,7 +157,17 @@ class KafkaClients:
             transactions = Transactions(str(worker.get(MARKERS_TOPIC) or "connect-batch-markers"),
                                         str(c.get(TRANSACTION_BOUNDARY) or "poll").lower(),
                                         int(c.get(TRANSACTION_INTERVAL) or DEFAULT_TRANSACTION_INTERVAL_MS))
-        return cls(producer, consumer, transactions)
+        return cls(producer, consumer, transactions, api_timeout_s)
+
+
+def _api_timeout_s(value: str | None) -> float:
+    if value is None:
+        return DEFAULT_API_TIMEOUT_MS / 1000
+    text = value.strip()
+    if not text.isdigit() or int(text) == 0:
+        raise ConfigError([Problem(CLUSTER_PREFIX + API_TIMEOUT, f"expected a positive number of milliseconds, "
+                                   f"got '{value}'")])
+    return int(text) / 1000
 
 
 def describe_client_error(e: BaseException) -> str:
@@ -165,11 +181,11 @@ def describe_client_error(e: BaseException) -> str:
 class KafkaTopic:
     """One topic of the cluster. Cheap to construct: nothing is asked of the brokers until needed."""
 
-    def __init__(self, clients: KafkaClients, name: str, *, timeout_s: float = 30.0):
+    def __init__(self, clients: KafkaClients, name: str, *, timeout_s: float | None = None):
         validate_topic_name(name)
         self.clients = clients
         self.name = name
-        self.timeout_s = timeout_s
+        self.timeout_s = clients.api_timeout_s if timeout_s is None else timeout_s
 
     def __repr__(self) -> str:
         return f"KafkaTopic({self.name!r} on {self.clients.bootstrap!r})"
@@ -340,13 +356,13 @@ class KafkaTopic:
         return read_kafka(spark or get_spark(), self.name, ranges, self.clients.consumer)
 
 
-def list_kafka_topics(clients: KafkaClients, timeout_s: float = 30.0) -> list[str]:
+def list_kafka_topics(clients: KafkaClients, timeout_s: float | None = None) -> list[str]:
     """The cluster's topics, without its internal ones (`__consumer_offsets`, `__transaction_state`)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     try:
-        md = AdminClient(clients.admin()).list_topics(timeout=timeout_s)
+        md = AdminClient(clients.admin()).list_topics(timeout=timeout_s or clients.api_timeout_s)
     except KafkaException as e:
         raise RetriableError(f"cannot list the topics of the Kafka cluster at {clients.bootstrap}: "
                              f"{describe_client_error(e)}") from e
@@ -363,7 +379,7 @@ def _group_consumer(clients: KafkaClients, group: str):
 
 
 def group_offsets(clients: KafkaClients, group: str, partitions: Sequence[tuple[str, int]],
-                  timeout_s: float = 30.0) -> dict[tuple[str, int], int]:
+                  timeout_s: float | None = None) -> dict[tuple[str, int], int]:
     """The consumer group's committed offset of each (topic, partition) that has one."""
     from confluent_kafka import KafkaException, TopicPartition
 
@@ -371,7 +387,8 @@ def group_offsets(clients: KafkaClients, group: str, partitions: Sequence[tuple[
         return {}
     consumer = _group_consumer(clients, group)
     try:
-        tps = consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
+        tps = consumer.committed([TopicPartition(t, p) for t, p in partitions],
+                                 timeout=timeout_s or clients.api_timeout_s)
     except KafkaException as e:
         raise RetriableError(f"cannot read the committed offsets of consumer group '{group}' from "
                              f"{clients.bootstrap}: {describe_client_error(e)}") from e
@@ -381,7 +398,7 @@ def group_offsets(clients: KafkaClients, group: str, partitions: Sequence[tuple[
 
 
 def commit_group(clients: KafkaClients, group: str, offsets: Mapping[tuple[str, int], int],
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float | None = None) -> None:
     """Commit `offsets` (the next offset to read of each partition) for the consumer group, as a sink
     task's consumer does once the records before them are durable."""
     from confluent_kafka import KafkaException, TopicPartition
@@ -406,8 +423,9 @@ class BatchMarkers:
     """The batch markers topic: one record per committed transaction of a source batch's task, keyed by
     (app_id, batch, topic, Spark partition), whose value counts the task's records committed so far."""
 
-    def __init__(self, clients: KafkaClients, topic: str, timeout_s: float = 30.0):
-        self.clients, self.topic, self.timeout_s = clients, topic, timeout_s
+    def __init__(self, clients: KafkaClients, topic: str, timeout_s: float | None = None):
+        self.clients, self.topic = clients, topic
+        self.timeout_s = clients.api_timeout_s if timeout_s is None else timeout_s
 
     def ensure(self) -> None:
         """Create the topic (one partition, compacted) when the cluster does not have it."""

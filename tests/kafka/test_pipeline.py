@@ -220,7 +220,7 @@ def test_topics_are_created_with_the_partitions_configs_and_replicas_asked(tmp_p
 def test_unreachable_brokers_fail_the_task_with_the_reason(tmp_path):
     (tmp_path / "lake").mkdir()
     worker = write_worker(tmp_path / "worker.properties", tmp_path / "lake", **{
-        "topic.backend": "kafka", "kafka.bootstrap.servers": "127.0.0.1:1"})
+        "topic.backend": "kafka", "kafka.bootstrap.servers": "127.0.0.1:1", "kafka.default.api.timeout.ms": "3000"})
     (tmp_path / "in.txt").write_text("a line\n")
     config = tmp_path / "fs.json"
     config.write_text(json.dumps({"name": "fs", "config": {

@@ -172,6 +172,16 @@ def test_an_unreachable_cluster_is_a_retriable_error_within_the_timeout():
     with pytest.raises(RetriableError, match="cannot reach the Kafka cluster at 127.0.0.1:1"):
         KafkaTopic(clients, "anything", timeout_s=2).exists()
     assert time.monotonic() - started < 15
+    # the worker's kafka.default.api.timeout.ms, the Java clients' name, is every call's bound
+    clients = KafkaClients.from_configs({"kafka.bootstrap.servers": "127.0.0.1:1", "kafka.default.api.timeout.ms": "1500"})
+    assert clients.api_timeout_s == 1.5 and "default.api.timeout.ms" not in clients.producer | clients.consumer
+    started = time.monotonic()
+    with pytest.raises(RetriableError, match="cannot reach the Kafka cluster at 127.0.0.1:1"):
+        KafkaTopic(clients, "anything").exists()
+    assert 1.4 < time.monotonic() - started < 10
+    assert KafkaClients.from_configs({"kafka.bootstrap.servers": "b:1"}).api_timeout_s == 30
+    with pytest.raises(ConfigError, match="kafka.default.api.timeout.ms: expected a positive number of milliseconds"):
+        KafkaClients.from_configs({"kafka.bootstrap.servers": "b:1", "kafka.default.api.timeout.ms": "soon"})
 
 
 # --- consumer groups -------------------------------------------------------------------------------
