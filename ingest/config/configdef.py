@@ -394,7 +394,8 @@ def is_secret_key(name: str, definition: ConfigDef | None = None) -> bool:
     if definition is not None and name in definition.keys:
         return definition.keys[name].type is Type.PASSWORD
     lowered = name.lower()
-    return any(w in lowered for w in ("password", "secret", "token", "credential", "sasl.jaas.config", "api.key"))
+    return any(w in lowered for w in ("password", "secret", "token", "credential", "sasl.jaas.config", "api.key",
+                                      "user.info"))  # a registry's basic.auth.user.info: user:password
 
 
 def mask(raw: Mapping[str, Any], definition: ConfigDef | None = None) -> dict[str, str]:

@@ -23,8 +23,11 @@ from ingest.config.connector import CONNECTOR_CLASS, NAME, TASKS_MAX, common_con
 from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, StateError
 from ingest.registry import PluginInfo, PluginKind
 from ingest.runtime import secrets
+from ingest.schema_registry.api import PREFIX as REGISTRY_PREFIX
+from ingest.schema_registry.api import RegistryApi
+from ingest.schema_registry.store import SCHEMAS_TABLE, SchemaStore
 from ingest.runtime.worker import Worker
-from ingest.state.stores import CONNECTOR_TASK, PAUSED, RUNNING, STOPPED
+from ingest.state.stores import CONNECTOR_TASK, PAUSED, RUNNING, STOPPED, state_uri
 
 log = logging.getLogger("lakeconnect")
 
@@ -33,6 +36,7 @@ _PLUGIN_TYPES = {
     PluginKind.SOURCE: "source", PluginKind.SINK: "sink", PluginKind.CONVERTER: "converter",
     PluginKind.TRANSFORM: "transformation", PluginKind.PREDICATE: "predicate",
 }
+REGISTRY_CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 _NOT_STOPPED = ("Connectors must be in the STOPPED state before their offsets can be modified. This can be done for "
                 "the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint")
 
@@ -41,6 +45,8 @@ _NOT_STOPPED = ("Connectors must be in the STOPPED state before their offsets ca
 class Response:
     status: int
     body: Any = None  # JSON-able; None means no body (204, or 202 as Kafka answers pause/resume)
+    raw: str | None = None  # a text sent as it is (the registry's `/schema` resources), instead of `body`
+    content_type: str = "application/json"
 
 
 class RestError(Exception):
@@ -60,6 +66,7 @@ class ConnectApi:
     def __init__(self, worker: Worker):
         self.worker = worker
         self._lock = threading.Lock()
+        self.registry = RegistryApi(SchemaStore(state_uri(worker.lake_root, SCHEMAS_TABLE), worker.storage_options))
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         c = "/connectors/(?P<name>[^/]+)"
         for method, pattern, handler in (
@@ -89,6 +96,8 @@ class ConnectApi:
     # --- dispatch ----------------------------------------------------------------------------------
 
     def handle(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> Response:
+        if path == REGISTRY_PREFIX or path.startswith(REGISTRY_PREFIX + "/"):
+            return self._registry(method, path, query, body)
         allowed = False
         for m, pattern, handler in self._routes:
             match = pattern.fullmatch(path)
@@ -115,6 +124,17 @@ class ConnectApi:
                 log.exception("REST %s %s failed", method, path)
                 return _error(500, f"unexpected failure: {type(e).__name__}: {e}".split("\n")[0])
         return _error(405, "HTTP 405 Method Not Allowed") if allowed else _error(404, "HTTP 404 Not Found")
+
+    def _registry(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> Response:
+        try:
+            with self._lock:
+                status, answer, raw = self.registry.handle(method, path, query, body)
+        except LakeConnectError as e:  # the _schemas table cannot be read or written
+            status, answer, raw = 500, {"error_code": 50001, "message": secrets.scrub(str(e))}, None
+        except Exception as e:  # noqa: BLE001 - the client gets one line; the log gets the trace
+            log.exception("REST %s %s failed", method, path)
+            status, answer, raw = 500, {"error_code": 50001, "message": f"unexpected failure: {type(e).__name__}"}, None
+        return Response(status, answer, raw, REGISTRY_CONTENT_TYPE)
 
     # --- worker and plugins ------------------------------------------------------------------------
 

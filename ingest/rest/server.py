@@ -94,10 +94,12 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _serve
 
     def _send_json(self, response: Response) -> None:
-        if response.body is None:
+        if response.raw is not None:
+            self._send(response.status, response.raw.encode(), response.content_type)
+        elif response.body is None:
             self._send(response.status, b"", None)
         else:
-            self._send(response.status, json.dumps(response.body).encode(), "application/json")
+            self._send(response.status, json.dumps(response.body).encode(), response.content_type)
 
     def _send(self, status: int, payload: bytes, content_type: str | None) -> None:
         self.send_response(status)

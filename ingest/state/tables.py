@@ -67,11 +67,20 @@ class StateTable:
         except OSError as e:
             raise StateError(f"state table {self.uri} cannot be read: {e}") from None
 
-    def append(self, rows: Iterable[Mapping[str, Any]], *, app_id: str | None = None, version: int | None = None) -> bool:
-        """Append rows in one commit; False (and nothing written) when `(app_id, version)` was already committed."""
+    def append(self, rows: Iterable[Mapping[str, Any]], *, app_id: str | None = None, version: int | None = None,
+               expected_version: int | None = None) -> bool:
+        """Append rows in one commit; False (and nothing written) when `(app_id, version)` was already committed.
+        `expected_version`: the table's version the rows were computed from (-1: no table yet); another
+        commit since makes it a RetriableError."""
         data = pa.Table.from_pylist(list(rows), schema=self.schema)
         return append_arrow(self.uri, data, app_id=app_id, version=version, table=self._table,
-                            storage_options=self.storage_options or None) is not None
+                            storage_options=self.storage_options or None,
+                            expected_version=expected_version) is not None
+
+    def version(self) -> int:
+        """The table's version as last read (-1: no table yet)."""
+        table = self._load()
+        return -1 if table is None else table.version()
 
     def read(self, filter: pa.compute.Expression | None = None, columns: list[str] | None = None) -> pa.Table:
         table = self._load()
