@@ -200,6 +200,10 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
         resume_stream=True, blocking=False, only_events=events, freeze_schema=True,
         annotate_rows_event=with_query, only_schemas=_schemas(tables),
         report_slave=REPLICA_NAME)  # listed in SHOW SLAVE HOSTS: another reader with our id is then seen
+    # The library reads a table map's column names, charsets and signedness only when the server's setting is
+    # FULL now; a binlog written at FULL before the server went back to its default (a restart) carries them
+    # too, and a table map without them is read as before.
+    stream._BinLogStreamReader__optional_meta_data = True
     base = segment.index << SEGMENT_BITS
     n = 0
     gtid = None

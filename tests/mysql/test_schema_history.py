@@ -12,6 +12,8 @@ import pytest
 from tests.conftest import cli_here
 from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, run
 
+pytestmark = pytest.mark.history_only
+
 DB = "lc_cdc_history"
 TOPIC = f"hist.{DB}.t"
 
@@ -31,10 +33,13 @@ def _config(services, **extra):
 
 
 def test_ddl_in_one_binlog_file_decodes_the_rows_of_the_next(tmp_path, services, db, row_metadata):
-    assert row_metadata == "NO_LOG"
+    assert row_metadata != "FULL"
     worker = create(tmp_path, "cdc", _config(services))
     run(worker, "cdc")  # schema_only: the history from the catalog, no rows
-    db("INSERT INTO t VALUES (1, 'a', 4294967295)",
+    # The first row's table map is written at FULL and read with the server back at its setting: its names
+    # are read from the binlog still (the replication library looks at the server's setting of the moment).
+    db("SET GLOBAL binlog_row_metadata=FULL", "INSERT INTO t VALUES (1, 'a', 4294967295)",
+       f"SET GLOBAL binlog_row_metadata={row_metadata}",
        # the column order changes, a column is renamed and one added, an ENUM appears: only the history knows
        "ALTER TABLE t CHANGE v label VARCHAR(20) AFTER n, ADD size ENUM('s','m','l') DEFAULT 'm'",
        "INSERT INTO t VALUES (2, 7, 'b', 'l')",
