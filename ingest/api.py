@@ -241,6 +241,11 @@ class Converter(Plugin):
         """`df` with `column` (Connect data of `schema`) replaced by its serialised bytes (binary)."""
         raise NotImplementedError
 
+    def from_connect_for(self, df: Any, column: str, schema: Any, topics: Any) -> Any:
+        """`from_connect`, knowing the topics the records go to (a sequence; None when unknown). A converter whose
+        bytes depend on the topic (a Schema Registry subject named after it) overrides this; others need not."""
+        return self.from_connect(df, column, schema)
+
     def to_connect(self, df: Any, column: str) -> list[tuple[Any, Any]]:
         """Deserialise binary `column`: a list of (ConnectSchema or None, DataFrame), one per distinct schema."""
         raise NotImplementedError

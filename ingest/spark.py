@@ -68,6 +68,16 @@ def jdbc_driver_jars(share: str = JAVA_SHARE) -> list[str]:
     return found
 
 
+def spark_avro_jar() -> str | None:
+    """Spark's Avro functions (the AvroConverter's), fetched by `make setup` into `.jars/spark-avro/`
+    (`$LAKECONNECT_JARS/spark-avro/`), when its version is the running pyspark's."""
+    import pyspark
+
+    root = os.environ.get("LAKECONNECT_JARS") or os.path.join(os.path.dirname(os.path.dirname(__file__)), ".jars")
+    exact = os.path.join(root, "spark-avro", f"spark-avro_2.13-{pyspark.__version__}.jar")
+    return exact if os.path.isfile(exact) else None
+
+
 def spark_conf(settings: Mapping[str, str] | None = None) -> dict[str, str]:
     """The effective `spark.*` configuration: local defaults, then `settings`, jars merged."""
     conf = dict(LOCAL_DEFAULTS)
@@ -83,6 +93,9 @@ def spark_conf(settings: Mapping[str, str] | None = None) -> dict[str, str]:
     own = jar_path()
     if own is not None:  # lakeconnect's Java functions (Kafka's partitioner), when built
         jars.append(str(own))
+    avro = spark_avro_jar()
+    if avro is not None and "spark-avro" not in given.get("spark.jars.packages", ""):
+        jars.append(avro)
     extra = [j.strip() for j in given.get("spark.jars", "").split(",") if j.strip()]
     all_jars = list(dict.fromkeys(jars + extra))
     if all_jars:

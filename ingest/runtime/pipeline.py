@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -106,12 +107,13 @@ class Pipeline:
     # --- converters --------------------------------------------------------------------------------
 
     def serialise(self, batch: RecordBatch, schema_ids: tuple[Any, Any] = (None, None),
-                  optimistic: bool = False) -> DataFrame:
+                  optimistic: bool = False, topics: Sequence[str] | None = None) -> DataFrame:
         """Connect records -> the topic table's byte columns. `schema_ids`: the key's and the value's schema
         ids, each a number, None or an int column. `optimistic`: take the converters' plans for the usual
         records where they have one (`Converter.from_connect_optimistic`): the query then fails with
         `DECLINED` on a record that needs the general plan."""
         df = batch.df
+        topics = topics if topics is not None else batch.topics
         data = {}
         for stage, converter, column, schema in ((KEY_CONVERTER, self.key_converter, KEY, batch.key_schema),
                                                  (VALUE_CONVERTER, self.value_converter, VALUE, batch.value_schema)):
@@ -123,7 +125,7 @@ class Pipeline:
                 continue
             try:
                 converted = converter.from_connect_optimistic(df, column, schema) if optimistic else None
-                df = converted if converted is not None else converter.from_connect(df, column, schema)
+                df = converted if converted is not None else converter.from_connect_for(df, column, schema, topics)
             except DataError as e:  # the converter cannot write this schema: say which stage, for errors.*
                 e.stage, e.executing_class = stage, plugin_class_name(converter)
                 raise

@@ -340,7 +340,7 @@ class BatchRunner:
                        ids: dict[tuple[str, str], int], optimistic: bool = False):
         columns = [None if text is None else _per_topic({t: ids[(f"{t}-{part}", text)] for t in topics})
                    for part, text in zip(("key", "value"), texts)]
-        return self.pipeline.serialise(batch, (_id_column(columns[0]), _id_column(columns[1])), optimistic)
+        return self.pipeline.serialise(batch, (_id_column(columns[0]), _id_column(columns[1])), optimistic, topics)
 
     @staticmethod
     def _distinct_topics(df) -> list[str]:

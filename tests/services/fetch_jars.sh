@@ -7,6 +7,7 @@
 #                      Connect standalone with current Debezium
 #   .jars/debezium23   Debezium's MySQL connector 2.3 with the Kafka Connect 3.5 it was built for
 #   .jars/debezium3    Debezium 3.x's MariaDB connector (a plugin directory for .jars/connect)
+#   .jars/spark-avro   Spark's Avro functions, which the AvroConverter uses (ingest/spark.py adds the jar)
 #   with --bench:
 #   .jars/bench        Spark's own Kafka source/sink and hadoop-aws (s3a) for tests/bench/
 #
@@ -29,7 +30,7 @@ if [[ "${1:-}" == "--bench" ]]; then
 fi
 
 modules() {  # the modules this run fetches
-    echo broker connect debezium23 debezium3
+    echo broker connect debezium23 debezium3 spark-avro
     ((${#PROFILE[@]})) && echo bench
     return 0
 }

@@ -1,0 +1,435 @@
+"""Avro schemas to Connect schemas, as Confluent's `AvroData.toConnectSchema` maps them, and the Spark
+expressions that move values between a Connect schema's Spark type and the type Spark's Avro functions
+(`to_avro`, `from_avro`) use for an Avro schema.
+
+The Avro side is the JSON tree of a schema as the registry returns it. Spark's Avro functions read and write
+Avro's binary encoding itself; these expressions only reshape what they take and give: a Connect map with
+non-string keys is an array of `MapEntry` records in Avro, an int8 is an Avro int, a union is a struct
+named after its branches, a decimal's precision is capped at Spark's 38 (the bytes do not depend on it).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ingest.errors import DataError
+from ingest.records.schema import DATE, DECIMAL, PRECISION, SCALE, TIME, TIMESTAMP, ConnectSchema, Field
+
+NAMESPACE = "io.confluent.connect.avro"
+DEFAULT_SCHEMA_FULL_NAME = NAMESPACE + ".ConnectDefault"
+MAP_ENTRY = "MapEntry"
+UNION = NAMESPACE + ".Union"
+ENUM = NAMESPACE + ".Enum"
+RECORD_DOC = NAMESPACE + ".record.doc"
+FIELD_DOC_PREFIX = NAMESPACE + ".field.doc."
+FIELD_DEFAULT_FLAG = NAMESPACE + ".field.default"
+ENUM_DOC_PREFIX = NAMESPACE + ".enum.doc."
+ENUM_DEFAULT_PREFIX = NAMESPACE + ".enum.default."
+FIXED_SIZE = "connect.fixed.size"
+DEFAULT_PRECISION = 64
+SPARK_MAX_PRECISION = 38
+_NON_AVRO_INTS = {"int8": "int8", "int16": "int16"}
+
+
+def _type(node: Any) -> str:
+    if isinstance(node, list):
+        return "union"
+    if isinstance(node, str):
+        return node
+    t = node.get("type")
+    return _type(t) if isinstance(t, (dict, list)) else t
+
+
+def _props(node: Any) -> dict[str, Any]:
+    return node if isinstance(node, dict) else {}
+
+
+class _Names:
+    """Named types of one schema by full name, as Avro resolves a reference (`"Address"` after its definition)."""
+
+    def __init__(self, root: Any):
+        self.by_name: dict[str, Any] = {}
+        self._collect(root, None)
+
+    def _collect(self, node: Any, space: str | None) -> None:
+        if isinstance(node, list):
+            for b in node:
+                self._collect(b, space)
+        elif isinstance(node, dict):
+            kind = node.get("type")
+            if isinstance(kind, (dict, list)):
+                self._collect(kind, space)
+                return
+            if kind in ("record", "error", "enum", "fixed"):
+                full = _full(node, space)
+                node["__full"] = full
+                self.by_name.setdefault(full, node)
+                space = full.rpartition(".")[0] or None
+                for f in node.get("fields") or []:
+                    self._collect(f.get("type"), space)
+            elif kind == "array":
+                self._collect(node.get("items"), space)
+            elif kind == "map":
+                self._collect(node.get("values"), space)
+
+    def resolve(self, node: Any, space: str | None = None) -> Any:
+        if isinstance(node, str) and node not in _PRIMITIVES:
+            full = node if "." in node else (f"{space}.{node}" if space else node)
+            found = self.by_name.get(full) or self.by_name.get(node)
+            if found is None:
+                raise DataError(f"the Avro schema refers to an unknown type '{node}'")
+            return found
+        if isinstance(node, dict) and isinstance(node.get("type"), (dict, list)):
+            return self.resolve(node["type"], space)
+        return node
+
+
+_PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+
+
+def _full(node: dict[str, Any], space: str | None) -> str:
+    name = str(node.get("name"))
+    if "." in name:
+        return name
+    ns = node.get("namespace", space)
+    return f"{ns}.{name}" if ns else name
+
+
+def parse_tree(avro: Any) -> tuple[Any, _Names]:
+    tree = copy.deepcopy(avro)
+    return tree, _Names(tree)
+
+
+def to_connect_schema(avro: Any, version: int | None = None, *, connect_meta_data: bool = True) -> ConnectSchema:
+    """AvroData.toConnectSchema (enhanced.avro.schema.support and generalized sum types off): the Connect schema
+    a value written with Avro schema `avro` (a JSON tree) is read as; `version`, the registry's version of the
+    schema, where the schema carries no `connect.version`."""
+    tree, names = parse_tree(avro)
+    return _Converter(names, connect_meta_data).convert(tree, False, None, None, version, None)
+
+
+class _Converter:
+    def __init__(self, names: _Names, meta: bool):
+        self.names = names
+        self.meta = meta
+
+    def convert(self, node: Any, force_optional: bool, field_default: Any, doc_default: str | None,
+                version: int | None, space: str | None, has_field_default: bool = False) -> ConnectSchema:
+        node = self.names.resolve(node, space)
+        kind = _type(node)
+        props = _props(node)
+        connect_type, logical = props.get("connect.type"), props.get("logicalType")
+        params: dict[str, str] = {}
+        name: str | None = None
+        fields: list[Field] = []
+        key = value = None
+        inner_space = space
+        if kind == "boolean":
+            t = "boolean"
+        elif kind in ("bytes", "fixed"):
+            if isinstance(logical, str) and logical.lower() == "decimal":
+                scale = props.get("scale")
+                t, name = "bytes", DECIMAL
+                params[SCALE] = str(int(scale) if isinstance(scale, (int, float)) else 0)
+                precision = props.get("precision")
+                if precision is not None:
+                    if not isinstance(precision, int):
+                        raise DataError("precision property must be a JSON Integer. "
+                                        "https://avro.apache.org/docs/1.9.1/spec.html#Decimal")
+                    if precision != DEFAULT_PRECISION:
+                        params[PRECISION] = str(precision)
+            else:
+                t = "bytes"
+            if kind == "fixed":
+                params[FIXED_SIZE] = str(props.get("size"))
+        elif kind == "double":
+            t = "float64"
+        elif kind == "float":
+            t = "float32"
+        elif kind == "int":
+            t = "int32"
+            if isinstance(logical, str):
+                if logical.lower() == "date":
+                    name = DATE
+                elif logical.lower() == "time-millis":
+                    name = TIME
+            elif connect_type is not None:
+                if connect_type not in _NON_AVRO_INTS:
+                    raise DataError("Connect type annotation for Avro int field is null")
+                t = _NON_AVRO_INTS[connect_type]
+        elif kind == "long":
+            t = "int64"
+            if isinstance(logical, str) and logical.lower() == "timestamp-millis":
+                name = TIMESTAMP
+        elif kind == "string":
+            t = "string"
+        elif kind == "array":
+            items = self.names.resolve(node["items"], space)
+            if _is_map_entry(items):
+                entry_fields = {f["name"]: f for f in items.get("fields") or []}
+                if len(entry_fields) != 2 or "key" not in entry_fields or "value" not in entry_fields:
+                    raise DataError("Found map encoded as array of key-value pairs, but array elements do not match "
+                                    "the expected format.")
+                entry_space = items["__full"].rpartition(".")[0] or None
+                t = "map"
+                key = self.convert(entry_fields["key"]["type"], False, None, None, None, entry_space)
+                value = self.convert(entry_fields["value"]["type"], False, None, None, None, entry_space)
+            else:
+                t = "array"
+                value = self.convert(items, False, None, None, None, space)
+        elif kind == "map":
+            t = "map"
+            key = ConnectSchema("string")
+            value = self.convert(node["values"], False, None, None, None, space)
+        elif kind in ("record", "error"):
+            t = "struct"
+            inner_space = node["__full"].rpartition(".")[0] or None
+            if self.meta and node.get("doc") is not None:
+                params[RECORD_DOC] = node["doc"]
+            for i, f in enumerate(node.get("fields") or []):
+                if self.meta and f.get("doc") is not None:
+                    params[FIELD_DOC_PREFIX + f["name"]] = f["doc"]
+                fields.append(Field(f["name"], i, self.convert(f["type"], False, f.get("default"), f.get("doc"),
+                                                               None, inner_space, has_field_default="default" in f)))
+        elif kind == "enum":
+            t = "string"
+            simple = node["__full"].rpartition(".")[2]
+            if self.meta:
+                if node.get("doc") is not None:
+                    params[ENUM_DOC_PREFIX + simple] = node["doc"]
+                if node.get("default") is not None:
+                    params[ENUM_DEFAULT_PREFIX + simple] = node["default"]
+            params[ENUM] = node["__full"]
+            for symbol in node.get("symbols") or []:
+                params[f"{ENUM}.{symbol}"] = symbol
+        elif kind == "union":
+            branches = node if isinstance(node, list) else node["type"]
+            if len(branches) == 2 and any(_type(b) == "null" for b in branches):
+                other = next(b for b in branches if _type(b) != "null")
+                return self.convert(other, True, None, doc_default, None, space)
+            t, name = "struct", UNION
+            optional = False
+            seen: set[str] = set()
+            for i, b in enumerate(branches):
+                resolved = self.names.resolve(b, space)
+                if _type(resolved) == "null":
+                    optional = True
+                    continue
+                field_name = _member_name(resolved)
+                if field_name in seen:
+                    raise DataError("Multiple union schemas map to the Connect union field name")
+                seen.add(field_name)
+                fields.append(Field(field_name, len(fields), self.convert(resolved, True, None, None, None, space)))
+            force_optional = force_optional or optional
+        elif kind == "null":
+            raise DataError("Standalone null schemas are not supported by this converter")
+        else:
+            raise DataError(f"Couldn't translate unsupported schema type {kind}.")
+
+        doc = props.get("connect.doc") if self.meta else None
+        connect_version = props.get("connect.version")
+        if connect_version is not None:
+            if not isinstance(connect_version, int):
+                raise DataError(f"Invalid Connect version found: {connect_version}")
+            version = connect_version
+        parameters = props.get("connect.parameters")
+        if self.meta and parameters is not None:
+            if not isinstance(parameters, dict):
+                raise DataError(f"Expected JSON object for schema parameters but found: {parameters}")
+            for k, v in parameters.items():
+                if not isinstance(v, str):
+                    raise DataError(f"Expected schema parameter values to be strings but found: {v}")
+                params[k] = v
+        for k, v in props.items():
+            if k.startswith("avro"):
+                params[k] = v if isinstance(v, str) else str(v)
+        default_json = field_default if has_field_default else props.get("connect.default")
+        if has_field_default and self.meta and "connect.default" not in props:
+            params[FIELD_DEFAULT_FLAG] = "true"
+        connect_name = props.get("connect.name")
+        if connect_name is not None:
+            if not isinstance(connect_name, str):
+                raise DataError(f"Invalid schema name: {connect_name}")
+            if name is not None and connect_name != name:
+                raise DataError(f"Mismatched names: name already added to SchemaBuilder ({name}) differs from name "
+                                f"in source schema ({connect_name})")
+            candidate = connect_name
+        elif kind in ("record", "error", "enum") or (kind == "fixed" and name != DECIMAL):
+            candidate = node["__full"]
+        else:
+            candidate = None
+        if candidate is not None and not candidate.startswith(DEFAULT_SCHEMA_FULL_NAME):
+            name = name or candidate
+        schema = ConnectSchema(t, force_optional, name, version if version is not None and version >= 0 else None,
+                               doc, tuple(params.items()), None, tuple(fields), key, value)
+        if default_json is not None:
+            try:
+                schema = schema.with_default(_default(schema, node, default_json, self.names, inner_space))
+            except (DataError, ValueError, TypeError, KeyError):
+                pass  # AvroData: "Ignoring invalid default"
+        return schema
+
+
+def _member_name(node: Any) -> str:
+    kind = _type(node)
+    if kind in ("record", "error", "enum", "fixed"):
+        return node["__full"].rpartition(".")[2]
+    return kind
+
+
+def _is_map_entry(node: Any) -> bool:
+    if _type(node) not in ("record", "error"):
+        return False
+    full = node["__full"]
+    return full == f"{NAMESPACE}.{MAP_ENTRY}" or node.get("connect.internal.type") == MAP_ENTRY
+
+
+def _default(schema: ConnectSchema, node: Any, value: Any, names: _Names, space: str | None) -> Any:
+    """AvroData.defaultValueFromAvro: a default's JSON as the Connect value the schema holds."""
+    if value is None:
+        return None
+    node = names.resolve(node, space)
+    kind = _type(node)
+    logical = schema.logical
+    if kind == "union":
+        branches = node if isinstance(node, list) else node["type"]
+        first = names.resolve(branches[0], space)
+        if _type(first) == "null":
+            return None
+        if schema.name == UNION:
+            return {_member_name(first): _default(schema.field(_member_name(first)).schema, first, value, names, space)}
+        return _default(schema, first, value, names, space)
+    if kind in ("int", "long"):
+        number = int(value)
+        if logical == DATE:
+            import datetime as dt
+
+            return dt.date(1970, 1, 1) + dt.timedelta(days=number)
+        if logical == TIMESTAMP:
+            import datetime as dt
+
+            return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=number)
+        return number
+    if kind in ("float", "double"):
+        return float(value)
+    if kind == "boolean":
+        return bool(value)
+    if kind in ("string", "enum"):
+        return str(value)
+    if kind in ("bytes", "fixed"):
+        data = value.encode("latin-1") if isinstance(value, str) else base64.b64decode(value)
+        if logical == DECIMAL:
+            import decimal
+
+            return decimal.Decimal(int.from_bytes(data, "big", signed=True)).scaleb(-schema.scale)
+        return data
+    if kind == "array":
+        if schema.type == "map":  # AvroData reads such a default through the array's element: it fails, ignored
+            raise DataError("a map default written as an array of entries")
+        return [_default(schema.value_schema, node["items"], v, names, space) for v in value]
+    if kind == "map":
+        return {k: _default(schema.value_schema, node["values"], v, names, space) for k, v in value.items()}
+    if kind in ("record", "error"):
+        inner = node["__full"].rpartition(".")[0] or None
+        return {f["name"]: _default(schema.field(f["name"]).schema, f["type"], value.get(f["name"]), names, inner)
+                for f in node.get("fields") or []}
+    return None
+
+
+# --- the schema Spark's Avro functions are given ----------------------------------------------------
+
+def spark_facing(avro: Any) -> Any:
+    """`avro` as Spark's Avro functions may take it: each decimal's precision at most 38 (Spark's DecimalType
+    cannot hold more; the bytes a decimal is written as do not depend on its precision)."""
+    tree = copy.deepcopy(avro)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for b in node:
+                walk(b)
+        elif isinstance(node, dict):
+            if node.get("logicalType") == "decimal":
+                precision = node.get("precision", DEFAULT_PRECISION)
+                if isinstance(precision, int) and precision > SPARK_MAX_PRECISION:
+                    node["precision"] = SPARK_MAX_PRECISION
+            for k in ("type", "items", "values"):
+                if isinstance(node.get(k), (dict, list)):
+                    walk(node[k])
+            for f in node.get("fields") or []:
+                walk(f.get("type"))
+
+    walk(tree)
+    return tree
+
+
+# --- values: Connect's Spark type <-> what Spark's Avro functions take and give ------------------------
+
+def to_avro_input(col: Column, schema: ConnectSchema) -> Column:
+    """A Connect value (its schema's Spark type) shaped as the Avro schema AvroData builds for it: maps whose keys
+    are not required strings become arrays of key/value structs (`MapEntry` records)."""
+    if not _needs_reshaping(schema):
+        return col
+    return _reshape_out(col, schema)
+
+
+def _needs_reshaping(s: ConnectSchema) -> bool:
+    if s.type == "map":
+        return not (s.key_schema.type == "string" and not s.key_schema.optional) or _needs_reshaping(s.value_schema) \
+            or _needs_reshaping(s.key_schema)
+    if s.type == "array":
+        return _needs_reshaping(s.value_schema)
+    if s.type == "struct":
+        return any(_needs_reshaping(f.schema) for f in s.fields)
+    return False
+
+
+def _reshape_out(col: Column, s: ConnectSchema) -> Column:
+    if not _needs_reshaping(s):
+        return col
+    if s.type == "map":
+        if s.key_schema.type == "string" and not s.key_schema.optional:
+            return F.transform_values(col, lambda _, v: _reshape_out(v, s.value_schema))
+        return F.transform(F.map_entries(col), lambda e: F.struct(_reshape_out(e["key"], s.key_schema).alias("key"),
+                                                                  _reshape_out(e["value"], s.value_schema).alias("value")))
+    if s.type == "array":
+        return F.transform(col, lambda v: _reshape_out(v, s.value_schema))
+    struct = F.struct(*[_reshape_out(col[f.name], f.schema).alias(f.name) for f in s.fields])
+    return F.when(col.isNull(), F.lit(None)).otherwise(struct)
+
+
+def from_avro_output(col: Column, schema: ConnectSchema, names_node: Any = None) -> Column:
+    """What `from_avro` gives for a value of the Avro schema `to_connect_schema` mapped to `schema`, as that
+    schema's Spark type: ints narrowed to int8/int16, decimals to their Connect precision, MapEntry arrays
+    made maps, a union's `memberN` fields named after their branches."""
+    return _reshape_in(col, schema)
+
+
+def _reshape_in(col: Column, s: ConnectSchema) -> Column:
+    """Leaves cast to their Connect Spark type; structs, arrays and maps rebuilt around them (a cast of a whole
+    struct would have to match nullability field by field, which Spark's Avro reader does not promise)."""
+    if s.type == "map":
+        key_ok = s.key_schema.type == "string" and not s.key_schema.optional
+        if key_ok:
+            return F.transform_values(col, lambda _, v: _reshape_in(v, s.value_schema))
+        entries = F.transform(col, lambda e: F.struct(_reshape_in(e["key"], s.key_schema).alias("key"),
+                                                      _reshape_in(e["value"], s.value_schema).alias("value")))
+        return F.map_from_entries(entries)
+    if s.type == "array":
+        return F.transform(col, lambda v: _reshape_in(v, s.value_schema))
+    if s.type == "struct":
+        if s.name == UNION:
+            parts = [_reshape_in(col[f"member{i}"], f.schema).alias(f.name) for i, f in enumerate(s.fields)]
+        else:
+            parts = [_reshape_in(col[f.name], f.schema).alias(f.name) for f in s.fields]
+        return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts))
+    return col.cast(s.to_spark_type())
+
+
+def spark_type_of(schema: ConnectSchema) -> T.DataType:
+    return schema.to_spark_type()

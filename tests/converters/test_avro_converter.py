@@ -1,0 +1,156 @@
+"""AvroConverter against the lake's Schema Registry (a `lakeconnect rest` process) and confluent-kafka's own
+Avro serializer and deserializer, both ways, over a record of every Connect type: what our converter writes
+their deserializer reads value for value, and what their serializer writes our converter reads."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from pyspark.sql import types as T
+
+from connectors.converters.avro_converter import AvroConverter
+from ingest.errors import ConfigError, DataError, RetriableError
+from ingest.records import schema as S
+from ingest.records.schema import ConnectSchema
+from tests.conftest import write_worker
+from tests.rest.test_rest_api import Rest
+
+TOPIC = "payments"
+ADDRESS = S.struct("shop.Address", ("street", S.STRING_SCHEMA), ("zip", S.OPTIONAL_INT32_SCHEMA)).as_optional()
+EVERY_TYPE = S.struct(
+    "shop.Payment",
+    ("i8", S.INT8_SCHEMA), ("i16", S.INT16_SCHEMA), ("i32", S.INT32_SCHEMA), ("i64", S.INT64_SCHEMA),
+    ("f32", S.FLOAT32_SCHEMA), ("f64", S.FLOAT64_SCHEMA), ("flag", S.BOOLEAN_SCHEMA), ("text", S.STRING_SCHEMA),
+    ("raw", S.BYTES_SCHEMA), ("amount", S.decimal(2)), ("day", S.DATE_SCHEMA), ("at", S.TIME_SCHEMA),
+    ("ts", S.TIMESTAMP_SCHEMA), ("tags", S.array(S.STRING_SCHEMA)),
+    ("counts", S.map_(S.STRING_SCHEMA, S.INT64_SCHEMA)), ("by_id", S.map_(S.INT32_SCHEMA, S.STRING_SCHEMA)),
+    ("address", ADDRESS), ("note", S.OPTIONAL_STRING_SCHEMA),
+)
+UTC = dt.timezone.utc
+ROW = (-7, 300, 70000, 2**40, 1.5, 2.25, True, "héllo", b"\x00\xff", Decimal("-12.34"), dt.date(2024, 2, 29),
+       3723004, dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC), ["a", "b"], {"x": 1},
+       {7: "seven"}, ("Main St", None), None)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    base = tmp_path_factory.mktemp("registry")
+    (base / "lake").mkdir()
+    server = Rest(write_worker(base / "worker.properties", base / "lake"))
+    yield server.url + "/registry"
+    server.stop()
+
+
+def _frame(spark, schema: ConnectSchema, rows):
+    return spark.createDataFrame([(TOPIC, 0, i, v) for i, v in enumerate(rows)], T.StructType([
+        T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()), T.StructField("value", schema.to_spark_type(), True)]))
+
+
+def test_what_we_write_confluents_deserializer_reads(spark, registry):
+    converter = AvroConverter({"schema.registry.url": registry}, is_key=False)
+    out = converter.from_connect_for(_frame(spark, EVERY_TYPE, [ROW, None]), "value", EVERY_TYPE, [TOPIC])
+    data = [None if r.value is None else bytes(r.value) for r in out.orderBy("offset").collect()]
+    assert data[1] is None  # a null value stays null: a tombstone
+    client = SchemaRegistryClient({"url": registry})
+    registered = client.get_latest_version(f"{TOPIC}-value")
+    assert data[0][:5] == b"\x00" + registered.schema_id.to_bytes(4, "big")
+    # the schema Confluent's AvroData builds, registered under TopicNameStrategy's subject
+    avro = json.loads(registered.schema.schema_str)
+    assert avro["name"] == "Payment" and avro["namespace"] == "shop" and avro["connect.name"] == "shop.Payment"
+    value = AvroDeserializer(client)(data[0], SerializationContext(TOPIC, MessageField.VALUE))
+    assert value == {
+        "i8": -7, "i16": 300, "i32": 70000, "i64": 2**40, "f32": 1.5, "f64": 2.25, "flag": True, "text": "héllo",
+        "raw": b"\x00\xff", "amount": Decimal("-12.34"), "day": dt.date(2024, 2, 29),
+        "at": dt.time(1, 2, 3, 4000), "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
+        "tags": ["a", "b"], "counts": {"x": 1}, "by_id": [{"key": 7, "value": "seven"}],
+        "address": {"street": "Main St", "zip": None}, "note": None}
+    # the id is cached: a second batch asks the registry nothing (its server is gone, the id still comes)
+    again = AvroConverter({"schema.registry.url": registry}, is_key=False)
+    assert again._schema_id(f"{TOPIC}-value", registered.schema.schema_str) == registered.schema_id
+
+
+def test_what_confluents_serializer_writes_we_read(spark, registry):
+    client = SchemaRegistryClient({"url": registry})
+    schema = json.dumps({"type": "record", "name": "Order", "namespace": "shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "item", "type": "string"},
+        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+        {"name": "placed", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID"]}},
+        {"name": "coupon", "type": ["null", "string"], "default": None},
+        {"name": "extras", "type": {"type": "map", "values": "int"}}]})
+    serialize = AvroSerializer(client, schema)
+    context = SerializationContext("orders", MessageField.VALUE)
+    records = [{"id": 1, "item": "book", "price": Decimal("12.50"), "status": "PAID", "coupon": None,
+                "placed": dt.datetime(2024, 5, 1, 12, 0, tzinfo=UTC), "extras": {"gift": 1}},
+               {"id": 2, "item": "pen", "price": Decimal("1.05"), "status": "NEW", "coupon": "SPRING",
+                "placed": dt.datetime(2024, 5, 2, tzinfo=UTC), "extras": {}}]
+    df = spark.createDataFrame([("orders", 0, i, serialize(r, context)) for i, r in enumerate(records)],
+                               "topic string, partition int, offset long, value binary")
+    converter = AvroConverter({"schema.registry.url": registry}, is_key=False)
+    assert df.select(converter.record_errors(df, "value").alias("e")).where("e is not null").count() == 0
+    [(connect, frame)] = converter.to_connect(df, "value")
+    assert connect.name == "shop.Order" and connect.version == 1  # the registry's version, as AvroData sets it
+    assert connect.field("status").schema.params["io.confluent.connect.avro.Enum"] == "shop.Status"
+    assert connect.field("price").schema.params == {"scale": "2", "connect.decimal.precision": "10"}
+    assert connect.field("coupon").schema.optional
+    rows = [r.value.asDict(recursive=True) for r in frame.orderBy("offset").collect()]
+    assert rows == [
+        {"id": 1, "item": "book", "price": Decimal("12.50"), "placed": dt.datetime(2024, 5, 1, 12, 0),
+         "status": "PAID", "coupon": None, "extras": {"gift": 1}},
+        {"id": 2, "item": "pen", "price": Decimal("1.05"), "placed": dt.datetime(2024, 5, 2, 0, 0),
+         "status": "NEW", "coupon": "SPRING", "extras": {}}]
+
+
+def test_bad_values_and_refusals_are_named(spark, registry):
+    converter = AvroConverter({"schema.registry.url": registry}, is_key=False)
+    df = spark.createDataFrame([("t", 0, 0, b"{\"not\": \"avro\"}"), ("t", 0, 1, b"\x00\x00\x00\x7f\xff\x02")],
+                               "topic string, partition int, offset long, value binary")
+    reasons = [r.e for r in df.select(converter.record_errors(df, "value").alias("e")).orderBy("offset").collect()]
+    assert reasons[0].endswith("Unknown magic byte!")
+    assert "Error retrieving Avro value schema for id 32767" in reasons[1]
+    # an incompatible change: the registry's reason, with the subject
+    before = S.struct("shop.Item", ("id", S.INT64_SCHEMA))
+    after = S.struct("shop.Item", ("id", S.INT64_SCHEMA), ("size", S.INT32_SCHEMA))
+    converter.from_connect_for(_frame(spark, before, [(1,)]), "value", before, ["items"])
+    with pytest.raises(DataError, match="subject 'items-value'.*READER_FIELD_MISSING_DEFAULT_VALUE.*BACKWARD"):
+        converter.from_connect_for(_frame(spark, after, [(1, 2)]), "value", after, ["items"])
+    # auto.register.schemas=false: a schema the subject lacks is named
+    strict = AvroConverter({"schema.registry.url": registry, "auto.register.schemas": "false"}, is_key=False)
+    with pytest.raises(DataError, match="subject 'other-value'.*auto.register.schemas=false"):
+        strict.from_connect_for(_frame(spark, before, [(1,)]), "value", before, ["other"])
+
+
+def test_an_unreachable_registry_is_retriable_and_credentials_never_show(spark, tmp_path):
+    schema = S.struct("shop.Item", ("id", S.INT64_SCHEMA))
+    frame = _frame(spark, schema, [(1,)])
+    gone = AvroConverter({"schema.registry.url": "http://127.0.0.1:1/registry"}, is_key=False)
+    with pytest.raises(RetriableError, match="Schema Registry cannot be reached.*127.0.0.1:1"):
+        gone.from_connect_for(frame, "value", schema, ["items"])
+    # the lake's registry behind the REST API's basic authentication
+    (tmp_path / "lake").mkdir()
+    credentials = tmp_path / "credentials.properties"
+    credentials.write_text("mickael=p4ss\n")
+    server = Rest(write_worker(tmp_path / "worker.properties", tmp_path / "lake"), "--credentials", str(credentials))
+    try:
+        url = server.url + "/registry"
+        for settings in ({"basic.auth.credentials.source": "USER_INFO", "basic.auth.user.info": "mickael:Wr0ng-pw"},
+                         {"schema.registry.url": url.replace("http://", "http://mickael:Wr0ng-pw@")}):
+            refused = AvroConverter({"schema.registry.url": url, **settings}, is_key=False)
+            with pytest.raises(ConfigError) as e:
+                refused.from_connect_for(frame, "value", schema, ["items"])
+            text = str(e.value)
+            assert "refused the credentials (HTTP 401)" in text and "Wr0ng-pw" not in text, text
+        for settings in ({"basic.auth.credentials.source": "USER_INFO", "basic.auth.user.info": "mickael:p4ss"},
+                         {"schema.registry.url": url.replace("http://", "http://mickael:p4ss@")}):
+            allowed = AvroConverter({"schema.registry.url": url, **settings}, is_key=False)
+            out = allowed.from_connect_for(frame, "value", schema, ["items"])
+            assert bytes(out.collect()[0].value)[:1] == b"\x00"
+    finally:
+        server.stop()
