@@ -1,0 +1,86 @@
+"""AvroConverter end to end in real processes: a JDBC source writes Avro records into a topic through the
+lake's own Schema Registry (the REST server's `/registry`), and the book's ch. 4 dead-letter-queue config, an
+S3 sink with AvroConverter, `errors.tolerance=all` and `errors.deadletterqueue.topic.name=my-dlq`, writes the
+Avro records to the object store and sends a record that is not Avro to the dead letter queue, bytes intact."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from deltalake import DeltaTable
+
+from tests.conftest import cli, cli_here, write_worker
+from tests.rest.test_rest_api import Rest
+
+
+def _local_objects(root) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    worker = write_worker(tmp_path / "worker.properties", lake)
+    db = tmp_path / "shop.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item VARCHAR(20) NOT NULL, qty INTEGER)")
+    con.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, "book", 2), (2, "pen", None), (3, "ink", 7)])
+    con.commit()
+    con.close()
+    rest = Rest(worker)
+    registry = rest.url + "/registry"
+    avro = {"value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": registry}
+    try:
+        source = tmp_path / "source.json"
+        source.write_text(json.dumps({"name": "shop", "config": {
+            "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "connection.url": f"jdbc:sqlite:{db}",
+            "mode": "bulk", "table.whitelist": "orders", "topic.prefix": "shop-", **avro}}))
+        assert cli_here("connectors", "create", str(source), worker=worker).returncode == 0
+        r = cli("run", "shop", worker=worker)
+        assert r.returncode == 0, r.stderr
+        # the topic's values are Confluent's wire format, read back by confluent-kafka's own deserializer
+        rows = sorted(DeltaTable(str(lake / "topics" / "shop-orders")).to_pyarrow_table(
+            columns=["offset", "value"]).to_pylist(), key=lambda x: x["offset"])
+        client = SchemaRegistryClient({"url": registry})
+        read = AvroDeserializer(client)
+        context = SerializationContext("shop-orders", MessageField.VALUE)
+        assert [read(x["value"], context) for x in rows] == [
+            {"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
+            {"id": 3, "item": "ink", "qty": 7}]
+        assert client.get_subjects() == ["shop-orders-value"]
+
+        # a record that is not Avro among them
+        poison = cli_here("topics", "produce", "shop-orders", worker=worker, stdin="not avro\n")
+        assert poison.returncode == 0, poison.stderr
+        store = tmp_path / "objects"
+        (store / "orders-bucket").mkdir(parents=True)
+        sink = tmp_path / "sink.json"
+        sink.write_text(json.dumps({"name": "s3-avro", "config": {
+            # the book's ch. 4 settings
+            "connector.class": "io.confluent.connect.s3.S3SinkConnector",
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": "my-dlq",
+            # and what any S3 sink needs, the registry's address among them
+            "value.converter.schema.registry.url": registry, "topics": "shop-orders",
+            "s3.bucket.name": "orders-bucket", "s3.region": "us-east-1", "store.url": store.as_uri(),
+            "aws.access.key.id": "x", "aws.secret.access.key": "y", "flush.size": "3",
+            "storage.class": "io.confluent.connect.s3.storage.S3Storage",
+            "format.class": "io.confluent.connect.s3.format.json.JsonFormat"}}))
+        assert cli_here("connectors", "create", str(sink), worker=worker).returncode == 0
+        r = cli("run", "s3-avro", worker=worker)
+        assert r.returncode == 0, r.stderr
+        objects = _local_objects(store / "orders-bucket")
+        assert list(objects) == ["topics/shop-orders/partition=0/shop-orders+0+0000000000.json"], objects
+        assert [json.loads(line) for line in next(iter(objects.values())).splitlines()] == [
+            {"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
+            {"id": 3, "item": "ink", "qty": 7}]
+        letters = DeltaTable(str(lake / "topics" / "my-dlq")).to_pyarrow_table(columns=["value"]).to_pylist()
+        assert [x["value"] for x in letters] == [b"not avro"]
+    finally:
+        rest.stop()
