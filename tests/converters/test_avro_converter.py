@@ -154,3 +154,43 @@ def test_an_unreachable_registry_is_retriable_and_credentials_never_show(spark, 
             assert bytes(out.collect()[0].value)[:1] == b"\x00"
     finally:
         server.stop()
+
+
+def test_every_avro_type_confluents_serializer_writes_reads_as_avrodata_maps_it(spark, registry):
+    client = SchemaRegistryClient({"url": registry})
+    schema = {"type": "record", "name": "All", "namespace": "t", "fields": [
+        {"name": "b", "type": "boolean"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+        {"name": "f", "type": "float"}, {"name": "d", "type": "double"}, {"name": "raw", "type": "bytes"},
+        {"name": "s", "type": "string"}, {"name": "fx", "type": {"type": "fixed", "name": "Four", "size": 4}},
+        {"name": "e", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN"]}},
+        {"name": "arr", "type": {"type": "array", "items": "int"}},
+        {"name": "m", "type": {"type": "map", "values": "long"}},
+        {"name": "rec", "type": {"type": "record", "name": "Inner", "fields": [{"name": "x", "type": "int"}]}},
+        {"name": "opt", "type": ["null", "Inner"], "default": None},
+        {"name": "either", "type": ["int", "string"]},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 4}},
+        {"name": "n", "type": "int", "default": 42}]}
+    value = {"b": True, "i": -5, "l": 2**50, "f": 0.5, "d": -1.25, "raw": b"\x01\x02", "s": "ünï", "fx": b"abcd",
+             "e": "GREEN", "arr": [1, 2], "m": {"k": 9}, "rec": {"x": 1}, "opt": {"x": 2}, "either": "two",
+             "day": dt.date(2000, 1, 1), "tm": dt.time(0, 0, 1, 500000),
+             "ts": dt.datetime(2000, 1, 1, tzinfo=UTC), "dec": Decimal("3.1416"), "n": 7}
+    data = AvroSerializer(client, json.dumps(schema))(value, SerializationContext("all", MessageField.VALUE))
+    df = spark.createDataFrame([("all", 0, 0, data)], "topic string, partition int, offset long, value binary")
+    [(connect, frame)] = AvroConverter({"schema.registry.url": registry}, is_key=False).to_connect(df, "value")
+    by_name = {f.name: f.schema for f in connect.fields}
+    assert (by_name["fx"].type, by_name["fx"].name, by_name["fx"].params) == ("bytes", "t.Four",
+                                                                               {"connect.fixed.size": "4"})
+    assert by_name["either"].name == "io.confluent.connect.avro.Union"
+    assert [f.name for f in by_name["either"].fields] == ["int", "string"]
+    assert (by_name["day"].name, by_name["tm"].name, by_name["ts"].name, by_name["dec"].name) == (
+        S.DATE, S.TIME, S.TIMESTAMP, S.DECIMAL)
+    assert by_name["n"].default == 42 and by_name["n"].params == {"io.confluent.connect.avro.field.default": "true"}
+    assert by_name["opt"].optional and by_name["opt"].name == "t.Inner"
+    [row] = [r.value.asDict(recursive=True) for r in frame.collect()]
+    assert row == {"b": True, "i": -5, "l": 2**50, "f": 0.5, "d": -1.25, "raw": bytearray(b"\x01\x02"), "s": "ünï",
+                   "fx": bytearray(b"abcd"), "e": "GREEN", "arr": [1, 2], "m": {"k": 9}, "rec": {"x": 1},
+                   "opt": {"x": 2}, "either": {"int": None, "string": "two"}, "day": dt.date(2000, 1, 1),
+                   "tm": 1500, "ts": dt.datetime(2000, 1, 1), "dec": Decimal("3.1416"), "n": 7}
