@@ -82,5 +82,21 @@ def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
             {"id": 3, "item": "ink", "qty": 7}]
         letters = DeltaTable(str(lake / "topics" / "my-dlq")).to_pyarrow_table(columns=["value"]).to_pylist()
         assert [x["value"] for x in letters] == [b"not avro"]
+
+        # the Delta table sink reads the Avro topic into a typed table
+        delta = tmp_path / "delta.json"
+        delta.write_text(json.dumps({"name": "tables", "config": {
+            "connector.class": "io.lakeconnect.delta.DeltaTableSinkConnector", "topics": "shop-orders",
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": registry, "errors.tolerance": "all"}}))
+        assert cli_here("connectors", "create", str(delta), worker=worker).returncode == 0
+        r = cli("run", "tables", worker=worker)
+        assert r.returncode == 0, r.stderr
+        table = DeltaTable(str(lake / "tables" / "shop-orders")).to_pyarrow_table()
+        assert [(f.name, str(f.type)) for f in table.schema if not f.name.startswith("_")][:3] == [
+            ("id", "int32"), ("item", "string"), ("qty", "int32")]  # SQLite INTEGER, as the JDBC source maps it
+        assert sorted(table.select(["id", "item", "qty"]).to_pylist(), key=lambda x: x["id"]) == [
+            {"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
+            {"id": 3, "item": "ink", "qty": 7}]
     finally:
         rest.stop()
