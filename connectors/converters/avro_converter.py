@@ -84,12 +84,12 @@ class AvroConverter(Converter):
     @classmethod
     def config_def(cls) -> ConfigDef:
         d = ConfigDef()
-        d.define(SCHEMA_REGISTRY_URL, Type.LIST, None, importance=Importance.HIGH,
+        d.define(SCHEMA_REGISTRY_URL, Type.LIST, importance=Importance.HIGH,
                  doc="Comma-separated list of URLs for Schema Registry instances that can be used to register or "
                      "look up schemas.")
-        d.define(CREDENTIALS_SOURCE, Type.STRING, "URL", ValidString.of("URL", "USER_INFO", "SASL_INHERIT"),
+        d.define(CREDENTIALS_SOURCE, Type.STRING, "URL", ValidString.of("URL", "USER_INFO"),
                  Importance.MEDIUM, doc="Specify how to pick the credentials for the Basic Auth header: URL or "
-                                        "USER_INFO (SASL_INHERIT is not supported).")
+                                        "USER_INFO (Confluent's SASL_INHERIT is not supported).")
         d.define(USER_INFO, Type.PASSWORD, "", importance=Importance.MEDIUM,
                  doc="Specify the user info for the Basic Auth in the form of {username}:{password}.")
         d.define("schema.registry." + USER_INFO, Type.PASSWORD, "", importance=Importance.MEDIUM,
@@ -101,8 +101,9 @@ class AvroConverter(Converter):
                      "same as the one registered there.")
         d.define(LATEST_STRICT, Type.BOOLEAN, True, importance=Importance.LOW,
                  doc="Only use the latest version when the schema written is the same.")
+        names = [*_STRATEGIES, *(s.rsplit(".", 1)[1] for s in _STRATEGIES)]
         for key in (KEY_STRATEGY, VALUE_STRATEGY):
-            d.define(key, Type.STRING, _PACKAGE + "TopicNameStrategy", importance=Importance.MEDIUM,
+            d.define(key, Type.STRING, _PACKAGE + "TopicNameStrategy", ValidString.of(*names), Importance.MEDIUM,
                      doc="Determines how to construct the subject name under which the schema is registered.")
         d.define("max.schemas.per.subject", Type.INT, 1000, importance=Importance.LOW, doc="Maximum number of "
                  "schemas to create or cache locally.")

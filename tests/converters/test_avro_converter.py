@@ -18,7 +18,7 @@ from connectors.converters.avro_converter import AvroConverter
 from ingest.errors import ConfigError, DataError, RetriableError
 from ingest.records import schema as S
 from ingest.records.schema import ConnectSchema
-from tests.conftest import write_worker
+from tests.conftest import cli_here, write_worker
 from tests.rest.test_rest_api import Rest
 
 TOPIC = "payments"
@@ -194,3 +194,26 @@ def test_every_avro_type_confluents_serializer_writes_reads_as_avrodata_maps_it(
                    "fx": bytearray(b"abcd"), "e": "GREEN", "arr": [1, 2], "m": {"k": 9}, "rec": {"x": 1},
                    "opt": {"x": 2}, "either": {"int": None, "string": "two"}, "day": dt.date(2000, 1, 1),
                    "tm": 1500, "ts": dt.datetime(2000, 1, 1), "dec": Decimal("3.1416"), "n": 7}
+
+
+def test_validate_names_the_converters_keys_and_never_its_secret(tmp_path):
+    (tmp_path / "lake").mkdir()
+    worker = write_worker(tmp_path / "worker.properties", tmp_path / "lake")
+    config = tmp_path / "c.json"
+    for settings, expected in (
+            ({}, "value.converter.schema.registry.url: missing required configuration"),
+            ({"value.converter.schema.registry.url": "http://127.0.0.1:8083/registry",
+              "value.converter.basic.auth.user.info": "user:S3kr1t-info",
+              "value.converter.basic.auth.credentials.source": "SASL_INHERIT"},
+             "value.converter.basic.auth.credentials.source: invalid value 'SASL_INHERIT'; expected one of: URL, "
+             "USER_INFO"),
+            ({"value.converter.schema.registry.url": "http://127.0.0.1:8083/registry",
+              "value.converter.value.subject.name.strategy": "TopicNameStrategyy"},
+             "value.converter.value.subject.name.strategy: invalid value 'TopicNameStrategyy'")):
+        config.write_text(json.dumps({"name": "jdbc", "config": {
+            "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "connection.url": "jdbc:sqlite:x.db",
+            "mode": "bulk", "topic.prefix": "p-", "value.converter": "io.confluent.connect.avro.AvroConverter",
+            **settings}}))
+        r = cli_here("validate", str(config), worker=worker)
+        assert r.returncode != 0 and expected in r.stderr, r.stderr
+        assert "S3kr1t" not in r.stdout + r.stderr
