@@ -16,12 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
-from urllib.parse import unquote
 
 from ingest.config.configdef import HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, Type, ValidString, format_value, is_secret_key
 from ingest.config.connector import CONNECTOR_CLASS, NAME, TASKS_MAX, common_config_def
 from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, StateError
 from ingest.registry import PluginInfo, PluginKind
+from ingest.rest import routes
 from ingest.runtime import secrets
 from ingest.schema_registry.api import PREFIX as REGISTRY_PREFIX
 from ingest.schema_registry.api import RegistryApi
@@ -98,32 +98,28 @@ class ConnectApi:
     def handle(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> Response:
         if path == REGISTRY_PREFIX or path.startswith(REGISTRY_PREFIX + "/"):
             return self._registry(method, path, query, body)
-        allowed = False
-        for m, pattern, handler in self._routes:
-            match = pattern.fullmatch(path)
-            if not match:
-                continue
-            if m != method:
-                allowed = True
-                continue
-            params = {k: unquote(v) for k, v in match.groupdict().items()}
-            try:
-                with self._lock:
-                    return handler(query=query, body=body, **params)
-            except RestError as e:
-                return _error(e.status, e.message)
-            except ConfigError as e:
-                return _error(400, e.render())
-            except ConcurrentRunError as e:
-                return _error(409, str(e))
-            except StateError as e:
-                return _error(400, str(e))
-            except LakeConnectError as e:
-                return _error(500, str(e))
-            except Exception as e:  # noqa: BLE001 - the client gets one line; the log gets the trace
-                log.exception("REST %s %s failed", method, path)
-                return _error(500, f"unexpected failure: {type(e).__name__}: {e}".split("\n")[0])
-        return _error(405, "HTTP 405 Method Not Allowed") if allowed else _error(404, "HTTP 404 Not Found")
+        found = routes.find(self._routes, method, path)
+        if found == routes.NOT_ALLOWED:
+            return _error(405, "HTTP 405 Method Not Allowed")
+        if found == routes.NOT_FOUND:
+            return _error(404, "HTTP 404 Not Found")
+        handler, params = found
+        try:
+            with self._lock:
+                return handler(query=query, body=body, **params)
+        except RestError as e:
+            return _error(e.status, e.message)
+        except ConfigError as e:
+            return _error(400, e.render())
+        except ConcurrentRunError as e:
+            return _error(409, str(e))
+        except StateError as e:
+            return _error(400, str(e))
+        except LakeConnectError as e:
+            return _error(500, str(e))
+        except Exception as e:  # noqa: BLE001 - the client gets one line; the log gets the trace
+            log.exception("REST %s %s failed", method, path)
+            return _error(500, f"unexpected failure: {type(e).__name__}: {e}".split("\n")[0])
 
     def _registry(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> Response:
         try:

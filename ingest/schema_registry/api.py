@@ -12,8 +12,8 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import unquote
 
+from ingest.rest import routes
 from ingest.schema_registry.avro_schemas import (
     AVRO, COMPATIBILITY_LEVELS, DEFAULT_COMPATIBILITY, InvalidSchema, ParsedSchema, incompatibilities,
 )
@@ -86,26 +86,19 @@ class RegistryApi:
             )]
 
     def handle(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> tuple[int, Any, str | None]:
-        rest = path[len(PREFIX):].rstrip("/")
-        allowed = False
-        for m, pattern, handler in self._routes:
-            match = pattern.fullmatch(rest)
-            if not match:
-                continue
-            if m != method:
-                allowed = True
-                continue
-            params = {k: unquote(val) for k, val in match.groupdict().items()}
-            try:
-                result = handler(query=query, body=body, **params)
-            except RegistryError as e:
-                return e.status, {"error_code": e.code, "message": e.message}, None
-            if isinstance(result, _Raw):
-                return 200, None, result.text
-            return 200, result, None
-        if allowed:
+        found = routes.find(self._routes, method, path[len(PREFIX):].rstrip("/"))
+        if found == routes.NOT_ALLOWED:
             return 405, {"error_code": 405, "message": "HTTP 405 Method Not Allowed"}, None
-        return 404, {"error_code": 404, "message": "HTTP 404 Not Found"}, None
+        if found == routes.NOT_FOUND:
+            return 404, {"error_code": 404, "message": "HTTP 404 Not Found"}, None
+        handler, params = found
+        try:
+            result = handler(query=query, body=body, **params)
+        except RegistryError as e:
+            return e.status, {"error_code": e.code, "message": e.message}, None
+        if isinstance(result, _Raw):
+            return 200, None, result.text
+        return 200, result, None
 
     # --- schemas by id -----------------------------------------------------------------------------
 
