@@ -39,11 +39,14 @@ class RegistryRefused(DataError):
 
 @dataclass(frozen=True)
 class RegistryClient:
-    urls: tuple[str, ...]
+    urls: tuple[str, ...] = field(repr=False)  # may hold user:password@
     credentials_source: str = "URL"
     user_info: str = field(default="", repr=False)
     auth_key: str = "basic.auth.user.info"  # the key a refusal names (prefixed as the connector has it)
     timeout_s: float = TIMEOUT_S
+
+    def __repr__(self) -> str:
+        return f"RegistryClient({', '.join(_shown(u) for u in self.urls)})"
 
     @classmethod
     def of(cls, urls: Sequence[str], credentials_source: str, user_info: str, auth_key: str) -> RegistryClient:

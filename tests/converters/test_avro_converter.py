@@ -147,6 +147,7 @@ def test_an_unreachable_registry_is_retriable_and_credentials_never_show(spark, 
                 refused.from_connect_for(frame, "value", schema, ["items"])
             text = str(e.value)
             assert "refused the credentials (HTTP 401)" in text and "Wr0ng-pw" not in text, text
+            assert "Wr0ng-pw" not in repr(refused.client)
         for settings in ({"basic.auth.credentials.source": "USER_INFO", "basic.auth.user.info": "mickael:p4ss"},
                          {"schema.registry.url": url.replace("http://", "http://mickael:p4ss@")}):
             allowed = AvroConverter({"schema.registry.url": url, **settings}, is_key=False)
