@@ -128,6 +128,7 @@ class AvroConverter(Converter):
         dtype = data_type(df, column)
         if isinstance(dtype, T.NullType):
             return df.withColumn(column, null_bytes())
+        to_avro = _spark_avro(df).to_avro  # before any registry call: a session without it fails first
         if schema is None:
             raise DataError("AvroConverter needs a schema: schemaless values (no schema, e.g. JsonConverter with "
                             "schemas.enable=false upstream) cannot be written as Avro; use JsonConverter")
@@ -143,7 +144,6 @@ class AvroConverter(Converter):
         else:
             header = F.element_at(F.create_map(*[x for t, h in headers.items() for x in (F.lit(t), F.lit(h))]),
                                   F.col(TOPIC))
-        to_avro = _spark_avro(df).to_avro
         value = F.col(column)
         body = to_avro(to_avro_input(value, schema), json.dumps(spark_facing(tree)))
         return df.withColumn(column, F.when(value.isNull(), null_bytes()).otherwise(F.concat(header, body)))
@@ -183,6 +183,7 @@ class AvroConverter(Converter):
     def record_errors(self, df: DataFrame, column: str) -> Column:
         """A value without the magic byte, or whose schema id the registry does not know (one small query for
         the batch's ids; each id asked of the registry once per process)."""
+        _spark_avro(df)
         value = F.col(column)
         framed = (F.length(value) >= 5) & (F.substring(value, 1, 1) == F.lit(MAGIC))
         ids = [r[0] for r in df.select(F.when(framed, _schema_id(value)).alias(_ID)).distinct().collect()
@@ -264,7 +265,8 @@ _CHECKED: set[int] = set()
 
 
 def _spark_avro(df: DataFrame):
-    """pyspark's Avro functions, once the session is known to have Spark's spark-avro jar; else a ConfigError
+    """pyspark's Avro functions, once the session is known to have Spark's spark-avro jar (their expressions are
+    in it; the functions themselves are in Spark's SQL API jar, which every session has); else a ConfigError
     saying how to add it."""
     import pyspark
     from pyspark.sql.avro import functions
@@ -272,7 +274,7 @@ def _spark_avro(df: DataFrame):
     session = df.sparkSession
     if id(session) not in _CHECKED:
         try:
-            session._jvm.java.lang.Class.forName("org.apache.spark.sql.avro.functions", False,
+            session._jvm.java.lang.Class.forName("org.apache.spark.sql.avro.CatalystDataToAvro", False,
                                                  session._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
         except Exception:  # noqa: BLE001 - Py4J raises its own error for a missing class
             raise ConfigError([Problem("value.converter", "AvroConverter needs Spark's Avro functions (the spark-avro "

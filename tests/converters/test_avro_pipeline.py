@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import fastavro
+
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -83,6 +85,25 @@ def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
         letters = DeltaTable(str(lake / "topics" / "my-dlq")).to_pyarrow_table(columns=["value"]).to_pylist()
         assert [x["value"] for x in letters] == [b"not avro"]
 
+        # the S3 sink's AvroFormat writes the records with the schema the registry gave them
+        avro_sink = json.loads(sink.read_text())
+        avro_sink["name"] = avro_sink["config"]["name"] = "s3-avro-files"
+        avro_sink["config"].update({"format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
+                                    "errors.deadletterqueue.topic.name": "my-dlq-2"})
+        sink.write_text(json.dumps(avro_sink))
+        assert cli_here("connectors", "create", str(sink), worker=worker).returncode == 0
+        r = cli("run", "s3-avro-files", worker=worker)
+        assert r.returncode == 0, r.stderr
+        [path] = [p for p in (store / "orders-bucket").rglob("*.avro")]
+        with path.open("rb") as f:
+            avro_file = fastavro.reader(f)
+            written = avro_file.writer_schema
+            assert list(avro_file) == [{"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
+                                       {"id": 3, "item": "ink", "qty": 7}]
+        registered = json.loads(client.get_latest_version("shop-orders-value").schema.schema_str)
+        assert written["name"].endswith(registered["name"]) and written["connect.version"] == 1
+        assert [f["name"] for f in written["fields"]] == [f["name"] for f in registered["fields"]]
+
         # the Delta table sink reads the Avro topic into a typed table
         delta = tmp_path / "delta.json"
         delta.write_text(json.dumps({"name": "tables", "config": {
@@ -100,3 +121,34 @@ def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
             {"id": 3, "item": "ink", "qty": 7}]
     finally:
         rest.stop()
+
+
+def test_without_sparks_avro_jar_the_converter_says_how_to_add_it(tmp_path):
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    worker = write_worker(tmp_path / "worker.properties", lake)
+    db = tmp_path / "shop.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    con.execute("INSERT INTO orders VALUES (1)")
+    con.commit()
+    con.close()
+    source = tmp_path / "source.json"
+    source.write_text(json.dumps({"name": "shop", "config": {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "connection.url": f"jdbc:sqlite:{db}",
+        "mode": "bulk", "table.whitelist": "orders", "topic.prefix": "shop-",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": "http://127.0.0.1:1/registry"}}))
+    assert cli_here("connectors", "create", str(source), worker=worker).returncode == 0
+    (tmp_path / "no-jars").mkdir()
+    # a JVM of its own, started without the jar (LAKECONNECT_JARS names an empty directory)
+    r = cli("run", "shop", worker=worker, env={"LAKECONNECT_JARS": str(tmp_path / "no-jars")}, own_jvm=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert "AvroConverter needs Spark's Avro functions (the spark-avro jar): run `make setup`" in r.stderr, r.stderr
+    assert "spark.jars.packages=org.apache.spark:spark-avro_2.13:" in r.stderr
+    assert json.loads(cli_here("offsets", "list", "shop", worker=worker).stdout)["offsets"] == []
+    # with the jar, a registry that cannot be reached: worth another try later (exit 75), nothing committed
+    r = cli("run", "shop", worker=worker)
+    assert r.returncode == 75 and "Traceback" not in r.stderr, r.stderr
+    assert "the Schema Registry cannot be reached (http://127.0.0.1:1/registry" in r.stderr, r.stderr
+    assert json.loads(cli_here("offsets", "list", "shop", worker=worker).stdout)["offsets"] == []
