@@ -152,3 +152,43 @@ def test_without_sparks_avro_jar_the_converter_says_how_to_add_it(tmp_path):
     assert r.returncode == 75 and "Traceback" not in r.stderr, r.stderr
     assert "the Schema Registry cannot be reached (http://127.0.0.1:1/registry" in r.stderr, r.stderr
     assert json.loads(cli_here("offsets", "list", "shop", worker=worker).stdout)["offsets"] == []
+
+
+def test_an_avro_batch_killed_at_every_step_writes_what_a_clean_run_writes(tmp_path):
+    """The schema is registered while the batch converts, before anything is written: a run killed after any
+    step, resumed, finds the same id (registration is idempotent) and writes the same bytes."""
+    from ingest.runtime.faults import SOURCE_STEPS
+    from tests.conftest import kill_at_each_step, run_here
+    from tests.runtime.helpers import topic_rows
+
+    db = tmp_path / "shop.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item VARCHAR(20) NOT NULL)")
+    con.executemany("INSERT INTO orders VALUES (?, ?)", [(1, "book"), (2, "pen")])
+    con.commit()
+    con.close()
+    registry_lake = tmp_path / "registry-lake"
+    registry_lake.mkdir()
+    rest = Rest(write_worker(tmp_path / "registry.properties", registry_lake))
+    try:
+        workers = {}
+        for tag in ("clean", "crashed"):
+            (tmp_path / tag / "lake").mkdir(parents=True)
+            workers[tag] = write_worker(tmp_path / tag / "worker.properties", tmp_path / tag / "lake")
+            config = tmp_path / tag / "source.json"
+            config.write_text(json.dumps({"name": "shop", "config": {
+                "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+                "connection.url": f"jdbc:sqlite:{db}", "mode": "incrementing", "incrementing.column.name": "id",
+                "table.whitelist": "orders", "topic.prefix": "shop-",
+                "value.converter": "io.confluent.connect.avro.AvroConverter",
+                "value.converter.schema.registry.url": rest.url + "/registry"}}))
+            assert cli_here("connectors", "create", str(config), worker=workers[tag]).returncode == 0
+        run_here(workers["clean"], "shop")
+        kill_at_each_step(workers["crashed"], "shop", SOURCE_STEPS)
+        run_here(workers["crashed"], "shop")
+        rows = {tag: [(r[1], r[3]) for r in topic_rows(tmp_path / tag / "lake", "shop-orders")] for tag in workers}
+        assert len(rows["clean"]) == 2 and rows["crashed"] == rows["clean"]
+        client = SchemaRegistryClient({"url": rest.url + "/registry"})
+        assert client.get_versions("shop-orders-value") == [1]
+    finally:
+        rest.stop()
