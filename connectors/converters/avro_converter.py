@@ -30,6 +30,7 @@ from ingest.config.configdef import ConfigDef, Importance, Password, Type, Valid
 from ingest.errors import ConfigError, DataError, Problem
 from ingest.records import TOPIC
 from ingest.records.schema import ConnectSchema
+from ingest.schema_registry.avro_schemas import ParsedSchema, incompatibilities
 
 SCHEMA_REGISTRY_URL = "schema.registry.url"
 CREDENTIALS_SOURCE = "basic.auth.credentials.source"
@@ -68,6 +69,7 @@ class AvroConverter(Converter):
                                         str(user_info or ""), prefix + USER_INFO)
         self.auto_register = settings[AUTO_REGISTER]
         self.use_latest = settings[USE_LATEST]
+        self.latest_strict = settings[LATEST_STRICT]
         self.meta = settings[CONNECT_META_DATA]
         strategy = str(settings[KEY_STRATEGY if is_key else VALUE_STRATEGY])
         full = strategy if "." in strategy else _PACKAGE + strategy
@@ -97,10 +99,10 @@ class AvroConverter(Converter):
         d.define(AUTO_REGISTER, Type.BOOLEAN, True, importance=Importance.MEDIUM,
                  doc="Specify if the Serializer should attempt to register the Schema with Schema Registry.")
         d.define(USE_LATEST, Type.BOOLEAN, False, importance=Importance.LOW,
-                 doc="Use the latest version of the schema in the subject (its id) when the schema is the "
-                     "same as the one registered there.")
+                 doc="Specify if the Serializer should use the latest subject version for serialization "
+                     "(with auto.register.schemas=false).")
         d.define(LATEST_STRICT, Type.BOOLEAN, True, importance=Importance.LOW,
-                 doc="Only use the latest version when the schema written is the same.")
+                 doc="Only use the latest subject version when it can read the records' own schema.")
         names = [*_STRATEGIES, *(s.rsplit(".", 1)[1] for s in _STRATEGIES)]
         for key in (KEY_STRATEGY, VALUE_STRATEGY):
             d.define(key, Type.STRING, _PACKAGE + "TopicNameStrategy", ValidString.of(*names), Importance.MEDIUM,
@@ -136,17 +138,25 @@ class AvroConverter(Converter):
         text = avro_schema_text(schema, connect_meta_data=self.meta)
         if topics is None:
             topics = [r[0] for r in df.select(TOPIC).distinct().collect()]
-        headers = {t: MAGIC + self._schema_id(self._subject(t, tree), text).to_bytes(4, "big") for t in topics}
-        if not headers:
+        writers = {t: self._writer(self._subject(t, tree), text, tree) for t in topics}
+        if not writers:
             return df.withColumn(column, null_bytes())
-        if len(headers) == 1:
-            header = F.lit(next(iter(headers.values())))
-        else:
-            header = F.element_at(F.create_map(*[x for t, h in headers.items() for x in (F.lit(t), F.lit(h))]),
-                                  F.col(TOPIC))
         value = F.col(column)
-        body = to_avro(to_avro_input(value, schema), json.dumps(spark_facing(tree)))
-        return df.withColumn(column, F.when(value.isNull(), null_bytes()).otherwise(F.concat(header, body)))
+        shaped = to_avro_input(value, schema)
+        # one expression per writer schema (the records' own, or with use.latest.version each subject's latest)
+        by_writer: dict[str, tuple[Any, list[str], int]] = {}
+        for t, (schema_id, writer) in writers.items():
+            by_writer.setdefault(json.dumps(writer) + f"#{schema_id}", (writer, [], schema_id))[1].append(t)
+        data = None
+        for writer, members, schema_id in by_writer.values():
+            encoded = F.concat(F.lit(MAGIC + schema_id.to_bytes(4, "big")),
+                               to_avro(shaped, json.dumps(spark_facing(writer))))
+            if len(by_writer) == 1:
+                data = encoded
+            else:
+                test = F.col(TOPIC).isin(members)
+                data = F.when(test, encoded) if data is None else data.when(test, encoded)
+        return df.withColumn(column, F.when(value.isNull(), null_bytes()).otherwise(data))
 
     def _subject(self, topic: str, tree: Any) -> str:
         part = "key" if self.is_key else "value"
@@ -158,17 +168,24 @@ class AvroConverter(Converter):
         name = tree["name"] if "namespace" not in tree else f"{tree['namespace']}.{tree['name']}"
         return name if self.strategy == "record" else f"{topic}-{name}"
 
-    def _schema_id(self, subject: str, text: str) -> int:
+    def _writer(self, subject: str, text: str, tree: Any) -> tuple[int, Any]:
+        """The schema id the values carry and the Avro schema they are written with, chosen as Confluent's
+        serializer chooses: registered (auto.register.schemas, the default), else the subject's latest version
+        (use.latest.version; with latest.compatibility.strict it must be able to read the records' own schema),
+        else the records' own schema looked up."""
         try:
+            if self.auto_register:
+                return self.client.register(subject, text), tree
             if self.use_latest:
                 schema_id, _, latest = self.client.latest(subject)
-                if latest != text:
-                    raise DataError(f"use.latest.version: the latest schema of subject '{subject}' is not the one "
-                                    "this record needs; register it, or set use.latest.version=false")
-                return schema_id
-            if self.auto_register:
-                return self.client.register(subject, text)
-            return self.client.lookup(subject, text)[0]
+                if latest != text and self.latest_strict:
+                    problems = incompatibilities("BACKWARD", ParsedSchema(latest), [(ParsedSchema(text), None)])
+                    if problems:
+                        raise DataError(f"use.latest.version: the latest schema of subject '{subject}' cannot read "
+                                        f"the records' schema ({'; '.join(problems[:1])}); register a compatible "
+                                        "one, or set latest.compatibility.strict=false to disable this check")
+                return schema_id, json.loads(latest)
+            return self.client.lookup(subject, text)[0], tree
         except RegistryRefused as e:
             if e.status == 409:
                 raise DataError(f"the Schema Registry refused the schema for subject '{subject}': {e}") from None

@@ -73,7 +73,7 @@ def test_what_we_write_confluents_deserializer_reads(spark, registry):
         "address": {"street": "Main St", "zip": None}, "note": None}
     # the id is cached: a second batch asks the registry nothing (its server is gone, the id still comes)
     again = AvroConverter({"schema.registry.url": registry}, is_key=False)
-    assert again._schema_id(f"{TOPIC}-value", registered.schema.schema_str) == registered.schema_id
+    assert again._writer(f"{TOPIC}-value", registered.schema.schema_str, avro)[0] == registered.schema_id
 
 
 def test_what_confluents_serializer_writes_we_read(spark, registry):
@@ -218,3 +218,32 @@ def test_validate_names_the_converters_keys_and_never_its_secret(tmp_path):
         r = cli_here("validate", str(config), worker=worker)
         assert r.returncode != 0 and expected in r.stderr, r.stderr
         assert "S3kr1t" not in r.stdout + r.stderr
+
+
+def test_use_latest_version_writes_with_the_subjects_latest_schema(spark, registry):
+    client = SchemaRegistryClient({"url": registry})
+    # the subject's latest schema has a field the records lack, with a default: it can read them
+    latest = json.dumps({"type": "record", "name": "Item", "namespace": "shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "label", "type": "string", "default": "none"}]})
+    from confluent_kafka.schema_registry import Schema
+
+    latest_id = client.register_schema("latest-items-value", Schema(latest, "AVRO"))
+    own = S.struct("shop.Item", ("id", S.INT64_SCHEMA), ("label", S.STRING_SCHEMA))
+    settings = {"schema.registry.url": registry, "auto.register.schemas": "false", "use.latest.version": "true"}
+    out = AvroConverter(settings, is_key=False).from_connect_for(_frame(spark, own, [(5, "x")]), "value", own,
+                                                                ["latest-items"])
+    data = bytes(out.collect()[0].value)
+    assert data[:5] == b"\x00" + latest_id.to_bytes(4, "big")
+    context = SerializationContext("latest-items", MessageField.VALUE)
+    assert AvroDeserializer(client)(data, context) == {"id": 5, "label": "x"}
+    assert client.get_versions("latest-items-value") == [1]  # nothing registered
+    # a latest schema that cannot read the records' schema (a field without a default): refused, unless asked
+    client.set_compatibility("strict-items-value", "NONE")
+    client.register_schema("strict-items-value", Schema(json.dumps({"type": "record", "name": "Item",
+                                                                    "namespace": "shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "size", "type": "int"}]}), "AVRO"))
+    narrow = S.struct("shop.Item", ("id", S.INT64_SCHEMA))
+    with pytest.raises(DataError, match="latest schema of subject 'strict-items-value' cannot read.*"
+                                        "latest.compatibility.strict=false"):
+        AvroConverter(settings, is_key=False).from_connect_for(_frame(spark, narrow, [(1,)]), "value", narrow,
+                                                               ["strict-items"])
