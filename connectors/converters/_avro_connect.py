@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ingest.errors import DataError
+from ingest.records.java import hashmap_order
 from ingest.records.schema import DATE, DECIMAL, PRECISION, SCALE, TIME, TIMESTAMP, ConnectSchema, Field
 
 NAMESPACE = "io.confluent.connect.avro"
@@ -379,9 +380,8 @@ def to_avro_input(col: Column, schema: ConnectSchema) -> Column:
 
 
 def _needs_reshaping(s: ConnectSchema) -> bool:
-    if s.type == "map":
-        return not (s.key_schema.type == "string" and not s.key_schema.optional) or _needs_reshaping(s.value_schema) \
-            or _needs_reshaping(s.key_schema)
+    if s.type == "map":  # every map: string-keyed ones are reordered as a HashMap iterates them
+        return True
     if s.type == "array":
         return _needs_reshaping(s.value_schema)
     if s.type == "struct":
@@ -394,7 +394,8 @@ def _reshape_out(col: Column, s: ConnectSchema) -> Column:
         return col
     if s.type == "map":
         if s.key_schema.type == "string" and not s.key_schema.optional:
-            return F.transform_values(col, lambda _, v: _reshape_out(v, s.value_schema))
+            # AvroData copies the map into a java.util.HashMap, which Avro's writer iterates
+            return F.transform_values(hashmap_order(col), lambda _, v: _reshape_out(v, s.value_schema))
         return F.transform(F.map_entries(col), lambda e: F.struct(_reshape_out(e["key"], s.key_schema).alias("key"),
                                                                   _reshape_out(e["value"], s.value_schema).alias("value")))
     if s.type == "array":

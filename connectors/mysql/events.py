@@ -30,6 +30,7 @@ from connectors.transforms.headers import header_array, header_text
 from ingest.jvm import batch_constant
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records import schema as S
+from ingest.records.java import hashmap_bucket, hashmap_capacity
 
 SOURCE_VERSION = "2.3.4.Final"
 """source.version: the Debezium release whose event format these events follow."""
@@ -857,20 +858,10 @@ def java_hash_order(items: SparkColumn) -> SparkColumn:
     """(first, data_collection, n) structs as {data_collection, event_count} in the order Java's HashMap<String,
     Long> iterates them after inserting them by `first`: by bucket (String.hashCode, spread as HashMap.hash,
     masked by the table size: 16, doubled while more than 3/4 full), then in insertion order. (A bucket of 8 or
-    more would become a tree: not modelled.) Spark expressions only: String.hashCode over the UTF-16 code units."""
-    def java_hash(text: SparkColumn) -> SparkColumn:
-        units = F.hex(F.encode(text, "UTF-16BE"))
-        n = F.length(units) / 4
-        unit = lambda i: F.conv(F.substring(units, i * 4 + 1, 4), 16, 10).cast("long")  # noqa: E731
-        return F.aggregate(F.sequence(F.lit(0), (n - 1).cast("int")), F.lit(0).cast("long"),
-                           lambda h, i: (h * 31 + unit(i)).bitwiseAND(0xFFFFFFFF))
-
-    size = F.size(items)
-    capacity = F.greatest(F.lit(16), F.pow(F.lit(2), F.ceil(F.log2(F.ceil(size / 0.75)))).cast("long"))
-    mask = capacity - 1
+    more would become a tree: not modelled.) Spark expressions only (`ingest.records.java`)."""
+    capacity = hashmap_capacity(F.size(items))
     keyed = F.transform(items, lambda x: F.struct(
-        (java_hash(x["data_collection"]).bitwiseXOR(F.shiftright(java_hash(x["data_collection"]), 16))
-         .bitwiseAND(mask)).alias("bucket"), x["first"].alias("first"),
+        hashmap_bucket(x["data_collection"], capacity).alias("bucket"), x["first"].alias("first"),
         x["data_collection"].alias("data_collection"), x["n"].alias("event_count")))
     return F.transform(F.array_sort(keyed), lambda x: F.struct(
         x["data_collection"].alias("data_collection"), x["event_count"].cast("long").alias("event_count")))

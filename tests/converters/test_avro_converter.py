@@ -5,9 +5,12 @@ their deserializer reads value for value, and what their serializer writes our c
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
+import struct
 from decimal import Decimal
 
+import fastavro
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
@@ -247,3 +250,36 @@ def test_use_latest_version_writes_with_the_subjects_latest_schema(spark, regist
                                         "latest.compatibility.strict=false"):
         AvroConverter(settings, is_key=False).from_connect_for(_frame(spark, narrow, [(1,)]), "value", narrow,
                                                                ["strict-items"])
+
+
+def _java_hashmap_order(keys: list[str]) -> list[str]:
+    """The order a java.util.HashMap<String, ?> filled with `keys` in turn iterates them (written out here in
+    Python, apart from the Spark expressions under test)."""
+    def string_hash(text: str) -> int:
+        h = 0
+        for unit in struct.unpack(f">{len(text.encode('utf-16-be')) // 2}H", text.encode("utf-16-be")):
+            h = (31 * h + unit) & 0xFFFFFFFF
+        return h
+
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+    buckets = [((string_hash(k) ^ (string_hash(k) >> 16)) & (capacity - 1), i) for i, k in enumerate(keys)]
+    return [keys[i] for _, i in sorted(buckets)]
+
+
+def test_string_keyed_maps_are_written_in_the_order_confluents_hashmap_writes_them(spark, registry):
+    schema = S.struct("shop.Tags", ("tags", S.map_(S.STRING_SCHEMA, S.INT32_SCHEMA)))
+    small = {"zeta": 1, "b": 2, "a": 3, "Ωmega": 4}
+    large = {f"key-{i * 7919 % 1000}": i for i in range(13)}  # 13 entries: the HashMap has grown to 32 buckets
+    frame = _frame(spark, schema, [(small,), (large,)])
+    # the Connect map's own order (the order the HashMap is filled in) is the Spark map's
+    maps = [r.value.tags for r in frame.orderBy("offset").collect()]
+    out = AvroConverter({"schema.registry.url": registry}, is_key=False).from_connect_for(
+        frame, "value", schema, ["tags"])
+    client = SchemaRegistryClient({"url": registry})
+    avro = fastavro.parse_schema(json.loads(client.get_latest_version("tags-value").schema.schema_str))
+    for row, written, original in zip(out.orderBy("offset").collect(), maps, (small, large)):
+        data = bytes(row.value)
+        read = fastavro.schemaless_reader(io.BytesIO(data[5:]), avro)
+        assert list(read["tags"]) == _java_hashmap_order(list(written)) and read["tags"] == original
