@@ -16,7 +16,6 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from ingest.errors import DataError
 from ingest.records.java import hashmap_order
@@ -396,15 +395,15 @@ def _reshape_out(col: Column, s: ConnectSchema) -> Column:
         if s.key_schema.type == "string" and not s.key_schema.optional:
             # AvroData copies the map into a java.util.HashMap, which Avro's writer iterates
             return F.transform_values(hashmap_order(col), lambda _, v: _reshape_out(v, s.value_schema))
-        return F.transform(F.map_entries(col), lambda e: F.struct(_reshape_out(e["key"], s.key_schema).alias("key"),
-                                                                  _reshape_out(e["value"], s.value_schema).alias("value")))
+        return F.transform(F.map_entries(col), lambda e: F.struct(
+            _reshape_out(e["key"], s.key_schema).alias("key"), _reshape_out(e["value"], s.value_schema).alias("value")))
     if s.type == "array":
         return F.transform(col, lambda v: _reshape_out(v, s.value_schema))
     struct = F.struct(*[_reshape_out(col[f.name], f.schema).alias(f.name) for f in s.fields])
     return F.when(col.isNull(), F.lit(None)).otherwise(struct)
 
 
-def from_avro_output(col: Column, schema: ConnectSchema, names_node: Any = None) -> Column:
+def from_avro_output(col: Column, schema: ConnectSchema) -> Column:
     """What `from_avro` gives for a value of the Avro schema `to_connect_schema` mapped to `schema`, as that
     schema's Spark type: ints narrowed to int8/int16, decimals to their Connect precision, MapEntry arrays
     made maps, a union's `memberN` fields named after their branches."""
@@ -430,7 +429,3 @@ def _reshape_in(col: Column, s: ConnectSchema) -> Column:
             parts = [_reshape_in(col[f.name], f.schema).alias(f.name) for f in s.fields]
         return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts))
     return col.cast(s.to_spark_type())
-
-
-def spark_type_of(schema: ConnectSchema) -> T.DataType:
-    return schema.to_spark_type()

@@ -90,7 +90,8 @@ class RegistryClient:
         return int(found["id"]), int(found["version"]), str(found["schema"])
 
     def schema(self, schema_id: int) -> str:
-        return self._cached(("schema", schema_id), lambda: str(self._call("GET", f"/schemas/ids/{int(schema_id)}")["schema"]))
+        return self._cached(("schema", schema_id),
+                            lambda: str(self._call("GET", f"/schemas/ids/{int(schema_id)}")["schema"]))
 
     # --- HTTP --------------------------------------------------------------------------------------
 

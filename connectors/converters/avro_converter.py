@@ -191,7 +191,8 @@ class AvroConverter(Converter):
                 raise DataError(f"the Schema Registry refused the schema for subject '{subject}': {e}") from None
             if e.code in (40401, 40403) and not self.auto_register:
                 raise DataError(f"subject '{subject}' of the Schema Registry does not have this schema, and "
-                                "auto.register.schemas=false: register it first, or set auto.register.schemas=true") from None
+                                "auto.register.schemas=false: register it first, or set "
+                                "auto.register.schemas=true") from None
             raise DataError(f"the Schema Registry refused subject '{subject}' (HTTP {e.status}, error code "
                             f"{e.code}): {e}") from None
 
@@ -207,7 +208,8 @@ class AvroConverter(Converter):
                if r[0] is not None]
         unknown = [i for i in ids if self._known(int(i)) is None]
         reason = F.when(value.isNull(), F.lit(None).cast("string")).when(
-            ~framed, F.lit(f"Converting byte[] to Kafka Connect data failed due to serialization error: {UNKNOWN_MAGIC}"))
+            ~framed, F.lit(f"Converting byte[] to Kafka Connect data failed due to serialization error: "
+                           f"{UNKNOWN_MAGIC}"))
         for i in unknown:
             reason = reason.when(_schema_id(value) == F.lit(int(i)), F.lit(
                 f"Converting byte[] to Kafka Connect data failed due to serialization error: Error retrieving Avro "
@@ -291,8 +293,8 @@ def _spark_avro(df: DataFrame):
     session = df.sparkSession
     if id(session) not in _CHECKED:
         try:
-            session._jvm.java.lang.Class.forName("org.apache.spark.sql.avro.CatalystDataToAvro", False,
-                                                 session._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
+            loader = session._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+            session._jvm.java.lang.Class.forName("org.apache.spark.sql.avro.CatalystDataToAvro", False, loader)
         except Exception:  # noqa: BLE001 - Py4J raises its own error for a missing class
             raise ConfigError([Problem("value.converter", "AvroConverter needs Spark's Avro functions (the spark-avro "
                                        "jar): run `make setup`, which fetches it into .jars/spark-avro/, or set "

@@ -85,7 +85,8 @@ class RegistryApi:
                 ("GET", "/mode/(?P<subject>[^/]+)", lambda **_: {"mode": "READWRITE"}),
             )]
 
-    def handle(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> tuple[int, Any, str | None]:
+    def handle(self, method: str, path: str, query: Mapping[str, list[str]],
+               body: bytes) -> tuple[int, Any, str | None]:
         found = routes.find(self._routes, method, path[len(PREFIX):].rstrip("/"))
         if found == routes.NOT_ALLOWED:
             return 405, {"error_code": 405, "message": "HTTP 405 Method Not Allowed"}, None

@@ -98,7 +98,8 @@ def main() -> None:
               f"ratio avro/json median {med['json'] / med['avro']:.2f}, best {best['json'] / best['avro']:.2f} "
               "(goal >= 0.9)")
         for kind in converters:
-            size = sum(p.stat().st_size for p in (tmp / "lake" / "topics" / f"bench-{kind}-bench_rows").rglob("*.parquet"))
+            topic = tmp / "lake" / "topics" / f"bench-{kind}-bench_rows"
+            size = sum(p.stat().st_size for p in topic.rglob("*.parquet"))
             print(f"topic bench-{kind}-bench_rows: {size / 2**20:,.1f} MiB of Parquet ({args.reps + 1} batches)")
         server.shutdown()
     finally:

@@ -40,7 +40,8 @@ def test_the_books_walk_through_with_avro_keys_and_values(tmp_path, services, in
         client = SchemaRegistryClient({"url": registry})
         keys, values = AvroDeserializer(client), AvroDeserializer(client)
         for topic in TOPICS:
-            expected = [(None if k is None else json.loads(k)["payload"], None if v is None else json.loads(v)["payload"])
+            expected = [(None if k is None else json.loads(k)["payload"],
+                         None if v is None else json.loads(v)["payload"])
                         for k, v in records(tmp_path / "json" / "lake", topic)]
             got = [(None if k is None else keys(k, SerializationContext(topic, MessageField.KEY)),
                     None if v is None else values(v, SerializationContext(topic, MessageField.VALUE)))
