@@ -9,6 +9,7 @@ import json
 import sqlite3
 
 import fastavro
+import pyarrow.parquet as pq
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
@@ -103,6 +104,21 @@ def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
         registered = json.loads(client.get_latest_version("shop-orders-value").schema.schema_str)
         assert written["name"].endswith(registered["name"]) and written["connect.version"] == 1
         assert [f["name"] for f in written["fields"]] == [f["name"] for f in registered["fields"]]
+
+        # and its ParquetFormat, the same records with the same schema's types
+        avro_sink["name"] = avro_sink["config"]["name"] = "s3-parquet-files"
+        avro_sink["config"].update({"format.class": "io.confluent.connect.s3.format.parquet.ParquetFormat",
+                                    "errors.deadletterqueue.topic.name": "my-dlq-3"})
+        sink.write_text(json.dumps(avro_sink))
+        assert cli_here("connectors", "create", str(sink), worker=worker).returncode == 0
+        r = cli("run", "s3-parquet-files", worker=worker)
+        assert r.returncode == 0, r.stderr
+        [path] = [p for p in (store / "orders-bucket").rglob("*.parquet")]
+        parquet = pq.read_table(path)
+        assert parquet.to_pylist() == [{"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
+                                       {"id": 3, "item": "ink", "qty": 7}]
+        assert [(f.name, str(f.type), f.nullable) for f in parquet.schema] == [
+            ("id", "int32", False), ("item", "string", False), ("qty", "int32", True)]
 
         # the Delta table sink reads the Avro topic into a typed table
         delta = tmp_path / "delta.json"
