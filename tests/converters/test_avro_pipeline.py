@@ -86,37 +86,29 @@ def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
         letters = DeltaTable(str(lake / "topics" / "my-dlq")).to_pyarrow_table(columns=["value"]).to_pylist()
         assert [x["value"] for x in letters] == [b"not avro"]
 
-        # the S3 sink's AvroFormat writes the records with the schema the registry gave them
-        avro_sink = json.loads(sink.read_text())
-        avro_sink["name"] = avro_sink["config"]["name"] = "s3-avro-files"
-        avro_sink["config"].update({"format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
-                                    "errors.deadletterqueue.topic.name": "my-dlq-2"})
-        sink.write_text(json.dumps(avro_sink))
-        assert cli_here("connectors", "create", str(sink), worker=worker).returncode == 0
-        r = cli("run", "s3-avro-files", worker=worker)
-        assert r.returncode == 0, r.stderr
-        [path] = [p for p in (store / "orders-bucket").rglob("*.avro")]
-        with path.open("rb") as f:
+        # the S3 sink's AvroFormat and ParquetFormat write the records with the schema the registry gave them
+        rows = [{"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
+                {"id": 3, "item": "ink", "qty": 7}]
+        base = json.loads(sink.read_text())
+        for n, (kind, extension) in enumerate((("avro.AvroFormat", "avro"), ("parquet.ParquetFormat", "parquet"))):
+            name = f"s3-{extension}-files"
+            sink.write_text(json.dumps({"name": name, "config": {
+                **base["config"], "name": name, "format.class": f"io.confluent.connect.s3.format.{kind}",
+                "errors.deadletterqueue.topic.name": f"my-dlq-{n + 2}"}}))
+            assert cli_here("connectors", "create", str(sink), worker=worker).returncode == 0
+            r = cli("run", name, worker=worker)
+            assert r.returncode == 0, r.stderr
+        [avro_path] = (store / "orders-bucket").rglob("*.avro")
+        with avro_path.open("rb") as f:
             avro_file = fastavro.reader(f)
             written = avro_file.writer_schema
-            assert list(avro_file) == [{"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
-                                       {"id": 3, "item": "ink", "qty": 7}]
+            assert list(avro_file) == rows
         registered = json.loads(client.get_latest_version("shop-orders-value").schema.schema_str)
         assert written["name"].endswith(registered["name"]) and written["connect.version"] == 1
         assert [f["name"] for f in written["fields"]] == [f["name"] for f in registered["fields"]]
-
-        # and its ParquetFormat, the same records with the same schema's types
-        avro_sink["name"] = avro_sink["config"]["name"] = "s3-parquet-files"
-        avro_sink["config"].update({"format.class": "io.confluent.connect.s3.format.parquet.ParquetFormat",
-                                    "errors.deadletterqueue.topic.name": "my-dlq-3"})
-        sink.write_text(json.dumps(avro_sink))
-        assert cli_here("connectors", "create", str(sink), worker=worker).returncode == 0
-        r = cli("run", "s3-parquet-files", worker=worker)
-        assert r.returncode == 0, r.stderr
-        [path] = [p for p in (store / "orders-bucket").rglob("*.parquet")]
-        parquet = pq.read_table(path)
-        assert parquet.to_pylist() == [{"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
-                                       {"id": 3, "item": "ink", "qty": 7}]
+        [parquet_path] = (store / "orders-bucket").rglob("*.parquet")
+        parquet = pq.read_table(parquet_path)
+        assert parquet.to_pylist() == rows
         assert [(f.name, str(f.type), f.nullable) for f in parquet.schema] == [
             ("id", "int32", False), ("item", "string", False), ("qty", "int32", True)]
 
