@@ -20,6 +20,17 @@ from tests.conftest import cli, cli_here, write_worker
 from tests.rest.test_rest_api import Rest
 
 
+def _shop(tmp_path, columns: str, rows: list[tuple]):
+    """A SQLite database with an `orders` table of `columns` holding `rows`."""
+    db = tmp_path / "shop.db"
+    con = sqlite3.connect(db)
+    con.execute(f"CREATE TABLE orders ({columns})")
+    con.executemany(f"INSERT INTO orders VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    con.commit()
+    con.close()
+    return db
+
+
 def _local_objects(root) -> dict[str, str]:
     return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -28,12 +39,8 @@ def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
     lake = tmp_path / "lake"
     lake.mkdir()
     worker = write_worker(tmp_path / "worker.properties", lake)
-    db = tmp_path / "shop.db"
-    con = sqlite3.connect(db)
-    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item VARCHAR(20) NOT NULL, qty INTEGER)")
-    con.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, "book", 2), (2, "pen", None), (3, "ink", 7)])
-    con.commit()
-    con.close()
+    db = _shop(tmp_path, "id INTEGER PRIMARY KEY, item VARCHAR(20) NOT NULL, qty INTEGER",
+               [(1, "book", 2), (2, "pen", None), (3, "ink", 7)])
     rest = Rest(worker)
     registry = rest.url + "/registry"
     avro = {"value.converter": "io.confluent.connect.avro.AvroConverter",
@@ -135,12 +142,7 @@ def test_without_sparks_avro_jar_the_converter_says_how_to_add_it(tmp_path):
     lake = tmp_path / "lake"
     lake.mkdir()
     worker = write_worker(tmp_path / "worker.properties", lake)
-    db = tmp_path / "shop.db"
-    con = sqlite3.connect(db)
-    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
-    con.execute("INSERT INTO orders VALUES (1)")
-    con.commit()
-    con.close()
+    db = _shop(tmp_path, "id INTEGER PRIMARY KEY", [(1,)])
     source = tmp_path / "source.json"
     source.write_text(json.dumps({"name": "shop", "config": {
         "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "connection.url": f"jdbc:sqlite:{db}",
@@ -169,12 +171,7 @@ def test_an_avro_batch_killed_at_every_step_writes_what_a_clean_run_writes(tmp_p
     from tests.conftest import kill_at_each_step, run_here
     from tests.runtime.helpers import topic_rows
 
-    db = tmp_path / "shop.db"
-    con = sqlite3.connect(db)
-    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item VARCHAR(20) NOT NULL)")
-    con.executemany("INSERT INTO orders VALUES (?, ?)", [(1, "book"), (2, "pen")])
-    con.commit()
-    con.close()
+    db = _shop(tmp_path, "id INTEGER PRIMARY KEY, item VARCHAR(20) NOT NULL", [(1, "book"), (2, "pen")])
     registry_lake = tmp_path / "registry-lake"
     registry_lake.mkdir()
     rest = Rest(write_worker(tmp_path / "registry.properties", registry_lake))
