@@ -24,6 +24,7 @@ from ingest.runtime import secrets
 
 TIMEOUT_S = 30.0
 MAX_RESPONSE = 4 << 20
+MAX_MESSAGE = 2000
 _CACHE_LOCK = threading.Lock()
 # (registry urls, call, arguments) -> answer: ids, schemas and versions never change once given
 _CACHE: dict[tuple[Any, ...], Any] = {}
@@ -151,9 +152,11 @@ class RegistryClient:
                                                        "basic.auth.credentials.source")])
         if e.code >= 500:
             return RetriableError(f"the Schema Registry at {_shown(url)} failed {method} {path} (HTTP {e.code}"
-                                  f"{f', error code {code}' if code else ''}: {secrets.scrub(str(message))}); the "
+                                  f"{f', error code {code}' if code else ''}: "
+                                  f"{secrets.scrub(str(message))[:MAX_MESSAGE]}); the "
                                   "batch will be tried again")
-        return RegistryRefused(secrets.scrub(str(message or f"HTTP {e.code}")), e.code, code)
+        # the registry's own words, scrubbed and cut short (a URL may name a server that is no registry)
+        return RegistryRefused(secrets.scrub(str(message or f"HTTP {e.code}"))[:MAX_MESSAGE], e.code, code)
 
 
 def _quote(subject: str) -> str:

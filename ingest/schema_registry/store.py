@@ -9,7 +9,7 @@ two processes cannot take the same id or version; the loser decides again on the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -41,6 +41,9 @@ class State:
     table_version: int
     versions: list[Version]  # every version not hard-deleted, by subject then version
     configs: dict[str, str]  # subject ("" = global) -> compatibility level
+    ids: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """Every (schema, type, references) ever given an id, hard-deleted ones too: an id is never given to
+    another schema, since records written with it may still be read."""
 
     def of(self, subject: str, deleted: bool = False) -> list[Version]:
         return [v for v in self.versions if v.subject == subject and (deleted or not v.deleted)]
@@ -51,13 +54,10 @@ class State:
         return (live or found or [None])[0]
 
     def id_of(self, schema: str, schema_type: str, references: str) -> int | None:
-        for v in self.versions:
-            if v.schema == schema and v.schema_type == schema_type and v.references == references:
-                return v.id
-        return None
+        return self.ids.get((schema, schema_type, references))
 
     def next_id(self) -> int:
-        return max((v.id for v in self.versions), default=0) + 1
+        return max(self.ids.values(), default=0) + 1
 
 
 class SchemaStore(StateTable):
@@ -80,9 +80,10 @@ class SchemaStore(StateTable):
                                    r["references"] or "[]", bool(r["deleted"]))
                            for r in newest.values() if r["kind"] == SCHEMA and not r["purged"]),
                           key=lambda v: (v.subject, v.version))
+        ids = {(r["schema"], r["schema_type"], r["references"] or "[]"): r["id"] for r in rows if r["kind"] == SCHEMA}
         configs = {r["subject"]: r["compatibility"] for r in newest.values()
                    if r["kind"] == CONFIG and r["compatibility"] is not None}
-        return State(version, versions, configs)
+        return State(version, versions, configs, ids)
 
     def change(self, decide) -> Any:
         """Apply `decide(state) -> (rows, result)` atomically: the rows are committed only if the table has
