@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ingest.config.configdef import redact_url
 from ingest.errors import ConfigError, Problem
 
 
@@ -114,16 +115,9 @@ def parse_jdbc_url(url: str, key: str = "connection.url") -> JdbcUrl:
     return JdbcUrl(url, dialect, scheme, host=host, port=port, database=database, params=params)
 
 
-_URL_PASSWORD = re.compile(r"(?i)((?:[?&;]|^)password=)[^&;]*")
-_URL_USERINFO = re.compile(r"(//[^/@:]+:)[^@/]*@")
-
-
 def redact(url: str | None) -> str:
     """`url` with any password in it replaced by `[hidden]`."""
-    if not url:
-        return ""
-    text = _URL_PASSWORD.sub(r"\1[hidden]", url)
-    return _URL_USERINFO.sub(r"\1[hidden]@", text)
+    return redact_url(url)
 
 
 def quote_identifier(name: str, dialect: Dialect, mode: str = "ALWAYS") -> str:

@@ -20,7 +20,7 @@ from ingest.config.worker import (
     spark_settings,
     storage_options,
 )
-from ingest.config.configdef import is_secret_key
+from ingest.config.configdef import secret_values
 from ingest.errors import ConfigError, Problem
 from ingest.runtime import secrets
 
@@ -44,7 +44,7 @@ def cmd_run(args) -> int:
     from ingest.maintenance import CLEAN, Maintainer, Settings, discover, summary
 
     worker = load_worker(args.worker)
-    secrets.register(v for k, v in worker.originals.items() if isinstance(v, str) and is_secret_key(k))
+    secrets.register(secret_values(worker.originals))
     settings = Settings(operations=_operations(args.only), target_file_bytes=args.target_file_mb * 2**20,
                         vacuum_retention_hours=args.vacuum_retention_hours,
                         log_retention_hours=args.log_retention_hours,

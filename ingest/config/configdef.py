@@ -400,13 +400,51 @@ def is_secret_key(name: str, definition: ConfigDef | None = None) -> bool:
 
 def mask(raw: Mapping[str, Any], definition: ConfigDef | None = None) -> dict[str, str]:
     """Strings for display: secrets are `[hidden]`, except unresolved `${provider:…}` references."""
-    out: dict[str, str] = {}
+    return {k: masked_value(k, v, definition) for k, v in raw.items()}
+
+
+def masked_value(key: str, value: Any, definition: ConfigDef | None = None) -> str:
+    """One value for display: a secret key's value is `[hidden]`; elsewhere a password inside a URL is."""
+    text = format_value(value)
+    if _is_reference(text):
+        return text
+    if is_secret_key(key, definition):
+        return HIDDEN
+    return redact_url(text)
+
+
+# user:password@ in any URL of a value (a list of URLs too), and a JDBC URL's password=… parameter.
+_URL_USERINFO = re.compile(r"(//[^/@:\s,]+:)([^@\s,]+)@")
+_URL_PASSWORD = re.compile(r"(?i)((?:[?&;]|^)password=)([^&;\s,]+)")
+
+
+def redact_url(text: str | None) -> str:
+    """`text` with the passwords of the URLs in it replaced by `[hidden]` (user names stay)."""
+    if not text:
+        return ""
+    if "//" in text:
+        text = _URL_USERINFO.sub(lambda m: m.group(1) + HIDDEN + "@", text)
+    if "password=" in text.lower() and ("//" in text or text.startswith("jdbc:")):
+        text = _URL_PASSWORD.sub(lambda m: m.group(1) + HIDDEN, text)
+    return text
+
+
+def url_passwords(text: str | None) -> list[str]:
+    """The passwords `redact_url` hides, for the log scrubber."""
+    if not text or "//" not in text and not text.startswith("jdbc:"):
+        return []
+    found = [m.group(2) for m in _URL_USERINFO.finditer(text)] + [m.group(2) for m in _URL_PASSWORD.finditer(text)]
+    return [p for p in found if p != HIDDEN]
+
+
+def secret_values(raw: Mapping[str, Any], definition: ConfigDef | None = None) -> list[str]:
+    """The plain secrets of a config, for the log scrubber: secret keys' values and the passwords in URLs."""
+    found: list[str] = []
     for k, v in raw.items():
-        text = format_value(v)
-        if is_secret_key(k, definition) and not _is_reference(text):
-            text = HIDDEN
-        out[k] = text
-    return out
+        if not isinstance(v, str) or not v or v == HIDDEN or _is_reference(v):
+            continue
+        found.extend([v] if is_secret_key(k, definition) else url_passwords(v))
+    return found
 
 
 def _is_reference(text: str) -> bool:

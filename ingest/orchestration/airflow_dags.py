@@ -22,7 +22,7 @@ from typing import Any
 from airflow.sdk import DAG, Asset, AssetAlias, AssetAny, Param, get_current_context, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from ingest.config.configdef import is_secret_key
+from ingest.config.configdef import secret_values
 from ingest.config.connector import valid_schedule
 from ingest.config.worker import MAINTENANCE_SCHEDULE
 from ingest.orchestration.specs import ConnectorSpec, Environment, load_specs, topic_uri
@@ -107,9 +107,8 @@ def _mask(spec: ConnectorSpec) -> None:
         from airflow.sdk.log import mask_secret
     except ImportError:  # pragma: no cover - older task SDKs
         return
-    for key, value in spec.config.items():
-        if value and is_secret_key(key) and not re.fullmatch(r"\$\{[^}]+\}", value.strip()):
-            mask_secret(value, key)
+    for value in secret_values(spec.config):
+        mask_secret(value)
 
 
 def check_trigger(spec: ConnectorSpec, values: dict[str, Any]) -> str:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from ingest.config.configdef import HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, Type, ValidString, format_value, is_secret_key
+from ingest.config.configdef import (HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, Type, ValidString, format_value,
+                                     masked_value, secret_values)
 from ingest.config.connector import CONNECTOR_CLASS, NAME, TASKS_MAX, common_config_def
 from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, StateError
 from ingest.registry import PluginInfo, PluginKind
@@ -290,9 +291,10 @@ class ConnectApi:
             self._create(name, config)
             return Response(201, dict(self._info(name), tasks=[]))
         definition = self._connector_definition(config)
-        for key, value in config.items():  # a masked value sent back means "keep the secret"
-            if value == HIDDEN and key in current["config"] and is_secret_key(key, definition):
-                config[key] = current["config"][key]
+        for key, value in config.items():  # a value sent back as GET showed it means "keep the secret"
+            stored = current["config"].get(key)
+            if stored is not None and value != stored and value == masked_value(key, stored, definition):
+                config[key] = stored
         _register_secrets(config, definition)
         try:
             self.worker.update(name, config)
@@ -400,7 +402,7 @@ def _config_map(body: bytes) -> dict[str, str]:
 
 
 def _register_secrets(config: Mapping[str, str | None], definition: ConfigDef | None) -> None:
-    secrets.register(v for k, v in config.items() if v and v != HIDDEN and is_secret_key(k, definition))
+    secrets.register(secret_values(config, definition))
 
 
 def _invalid(e: ConfigError) -> str:
@@ -435,7 +437,7 @@ def _value_info(key: ConfigKey, raw: Mapping[str, str | None], errors: list[str]
                 definition: ConfigDef) -> dict[str, Any]:
     """Kafka's ConfigValueInfo: the value given (secrets hidden), what is allowed, what is wrong."""
     value = raw.get(key.name)
-    if value is not None and is_secret_key(key.name, definition):
-        value = HIDDEN
+    if value is not None:
+        value = masked_value(key.name, value, definition)
     allowed = list(key.validator.allowed) if isinstance(key.validator, ValidString) else []
     return {"name": key.name, "value": value, "recommended_values": allowed, "errors": errors, "visible": True}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from ingest.config.configdef import HIDDEN, Config, Password, is_secret_key
+from ingest.config.configdef import HIDDEN, Config, Password, is_secret_key, url_passwords
 
 _secrets: set[str] = set()
 
@@ -29,6 +29,8 @@ def register_config(resolved: Config, raw: Mapping[str, str]) -> None:
             continue
         if is_secret_key(key, resolved.definition) or raw.get(key) != plain:
             found.append(plain)
+        else:
+            found.extend(url_passwords(plain))
     register(found)
 
 

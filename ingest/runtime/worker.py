@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ingest.api import TaskContext
-from ingest.config.configdef import Config, is_secret_key, mask
+from ingest.config.configdef import Config, mask, secret_values
 from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX, ConnectorSetup, validate_connector
 from ingest.config.worker import (CONFIGS_TABLE, LAKE_ROOT, LOCKS_DIR, OFFSET_STORAGE_TOPIC, RUNS_TABLE, STATUS_TABLE,
                                   spark_settings, storage_options)
@@ -49,7 +49,7 @@ class Worker:
                                   status=config[STATUS_TABLE], runs=config[RUNS_TABLE],
                                   storage_options=self.storage_options)
         self.worker_id = socket.gethostname()
-        secrets.register(v for k, v in config.originals.items() if isinstance(v, str) and is_secret_key(k))
+        secrets.register(secret_values(config.originals))
 
     def topics(self, connector: Mapping[str, str] | None = None) -> DeltaTopics | KafkaTopics:
         """Where topics live (`topic.backend`), with `connector`'s client overrides when given."""

@@ -1,7 +1,7 @@
 import pytest
 
 from ingest.config.configdef import (HIDDEN, ConfigDef, Importance, Password, Range, Type, ValidRegex, ValidString,
-                                     mask)
+                                     mask, secret_values)
 from ingest.errors import ConfigError
 
 
@@ -59,6 +59,19 @@ def test_mask_keeps_provider_references_and_hides_secret_looking_keys():
     assert shown["connection.password"] == "${file:/run/secrets.properties:pw}"
     assert shown["producer.override.sasl.jaas.config"] == HIDDEN
     assert shown["topic"] == "t"
+
+
+def test_passwords_in_urls_are_masked_and_known_to_the_scrubber():
+    raw = {"value.converter.schema.registry.url": "http://u:p%40ss@h1:8081,https://v:pw2@h2:8081/registry",
+           "connection.url": "jdbc:sqlserver://h:1433;databaseName=d;password=pw3;user=x",
+           "store.url": "http://h:9000/bucket", "db": "postgresql://alice@h/db", "query": "password=plain text",
+           "connection.password": "pw4", "other.url": "${file:/run/s.properties:url}"}
+    shown = mask(raw)
+    assert shown["value.converter.schema.registry.url"] == "http://u:[hidden]@h1:8081,https://v:[hidden]@h2:8081/registry"
+    assert shown["connection.url"] == "jdbc:sqlserver://h:1433;databaseName=d;password=[hidden];user=x"
+    assert shown["store.url"] == raw["store.url"] and shown["db"] == raw["db"] and shown["query"] == raw["query"]
+    assert shown["other.url"] == raw["other.url"] and shown["connection.password"] == HIDDEN
+    assert sorted(secret_values(raw)) == ["p%40ss", "pw2", "pw3", "pw4"]
 
 
 def test_int_overflow_is_an_error():

@@ -141,6 +141,53 @@ def test_the_books_calls(rest, worker_file):
     assert SECRET not in rest.stop()
 
 
+def test_passwords_inside_urls_are_masked_and_kept(worker_file):
+    """A registry URL or a JDBC URL may carry a password; it is shown as `[hidden]` wherever the config is shown,
+    and a config PUT back as GET showed it keeps the stored password."""
+    registry = "http://reader:Regi5try-pw@127.0.0.1:9/registry,http://reader:Regi5try-pw@127.0.0.2:9/registry"
+    config = dict(_s3_config(), **{"value.converter": "io.confluent.connect.avro.AvroConverter",
+                                   "value.converter.schema.registry.url": registry})
+    server = Rest(worker_file)
+    try:
+        status, created = server.call("PUT", "/connectors/s3sink-field/config", config)
+        assert status == 201, created
+        masked = "http://reader:[hidden]@127.0.0.1:9/registry,http://reader:[hidden]@127.0.0.2:9/registry"
+        assert created["config"]["value.converter.schema.registry.url"] == masked
+        status, shown = server.call("GET", "/connectors/s3sink-field/config")
+        assert shown["value.converter.schema.registry.url"] == masked
+        assert server.call("PUT", "/connectors/s3sink-field/config", dict(shown, **{"flush.size": "7"}))[0] == 200
+        stored = _stored_plain(worker_file, "s3sink-field")
+        assert stored["value.converter.schema.registry.url"] == registry and stored["flush.size"] == "7"
+        # A new password (or no password) sent is stored as sent.
+        changed = registry.replace("Regi5try-pw", "N3w-pw")
+        assert server.call("PUT", "/connectors/s3sink-field/config",
+                           dict(shown, **{"value.converter.schema.registry.url": changed}))[0] == 200
+        assert _stored_plain(worker_file, "s3sink-field")["value.converter.schema.registry.url"] == changed
+
+        plugin = "io.confluent.connect.jdbc.JdbcSourceConnector"
+        jdbc = {"name": "jdbc", "connector.class": plugin, "topic.prefix": "t-", "mode": "bulk",
+                "connection.url": "jdbc:mysql://127.0.0.1:9/shop?user=app&password=Jdbc-pw-1"}
+        status, result = server.call("PUT", f"/connector-plugins/{plugin}/config/validate", jdbc)
+        by_name = {c["value"]["name"]: c["value"]["value"] for c in result["configs"]}
+        assert by_name["connection.url"] == "jdbc:mysql://127.0.0.1:9/shop?user=app&password=[hidden]"
+        everything = [server.call("GET", "/connectors/s3sink-field"), server.call("GET", "/connectors?expand=info"),
+                      server.call("GET", "/connectors/s3sink-field/tasks"), result]
+        text = json.dumps(everything)
+        assert "Regi5try-pw" not in text and "N3w-pw" not in text and "Jdbc-pw-1" not in text
+    finally:
+        log = server.stop()
+    assert "Regi5try-pw" not in log and "N3w-pw" not in log and "Jdbc-pw-1" not in log
+    shown = _stored(worker_file, "s3sink-field")["config"]  # `connectors get` masks the same way
+    assert shown["value.converter.schema.registry.url"] == masked
+
+
+def _stored_plain(worker: Path, name: str) -> dict:
+    from ingest.config.worker import load_worker
+    from ingest.runtime.worker import Worker
+
+    return Worker(load_worker(str(worker))).get(name, masked=False)["config"]
+
+
 def test_offsets_follow_kip_875(rest, worker_file, tmp_path):
     source = tmp_path / "source.txt"
     source.write_text("one\ntwo\nthree\n")
