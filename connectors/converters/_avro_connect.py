@@ -17,8 +17,10 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from connectors.storage.avro import enum_symbols
 from ingest.errors import DataError
 from ingest.records.java import hashmap_order
+from ingest.runtime.tolerance import MARKER
 from ingest.records.schema import DATE, DECIMAL, PRECISION, SCALE, TIME, TIMESTAMP, ConnectSchema, Field
 
 NAMESPACE = "io.confluent.connect.avro"
@@ -106,18 +108,21 @@ def parse_tree(avro: Any) -> tuple[Any, _Names]:
     return tree, _Names(tree)
 
 
-def to_connect_schema(avro: Any, version: int | None = None, *, connect_meta_data: bool = True) -> ConnectSchema:
-    """AvroData.toConnectSchema (enhanced.avro.schema.support and generalized sum types off): the Connect schema
-    a value written with Avro schema `avro` (a JSON tree) is read as; `version`, the registry's version of the
-    schema, where the schema carries no `connect.version`."""
+def to_connect_schema(avro: Any, version: int | None = None, *, connect_meta_data: bool = True,
+                      enhanced: bool = False) -> ConnectSchema:
+    """AvroData.toConnectSchema (generalized sum types off): the Connect schema a value written with Avro schema
+    `avro` (a JSON tree) is read as; `version`, the registry's version of the schema, where the schema carries
+    no `connect.version`. With `enhanced` (enhanced.avro.schema.support) a union's fields for its records,
+    enums and fixed types are named by full name."""
     tree, names = parse_tree(avro)
-    return _Converter(names, connect_meta_data).convert(tree, False, None, None, version, None)
+    return _Converter(names, connect_meta_data, enhanced).convert(tree, False, None, None, version, None)
 
 
 class _Converter:
-    def __init__(self, names: _Names, meta: bool):
+    def __init__(self, names: _Names, meta: bool, enhanced: bool = False):
         self.names = names
         self.meta = meta
+        self.enhanced = enhanced
 
     def convert(self, node: Any, force_optional: bool, field_default: Any, doc_default: str | None,
                 version: int | None, space: str | None, has_field_default: bool = False) -> ConnectSchema:
@@ -221,7 +226,7 @@ class _Converter:
                 if _type(resolved) == "null":
                     optional = True
                     continue
-                field_name = _member_name(resolved)
+                field_name = _member_name(resolved, self.enhanced)
                 if field_name in seen:
                     raise DataError("Multiple union schemas map to the Connect union field name")
                 seen.add(field_name)
@@ -276,10 +281,12 @@ class _Converter:
         return schema
 
 
-def _member_name(node: Any) -> str:
+def _member_name(node: Any, enhanced: bool = False) -> str:
+    """AvroData.unionMemberFieldName: a named type's simple name (its full name with enhanced support), else
+    the type's name."""
     kind = _type(node)
     if kind in ("record", "error", "enum", "fixed"):
-        return node["__full"].rpartition(".")[2]
+        return node["__full"] if enhanced else node["__full"].rpartition(".")[2]
     return kind
 
 
@@ -303,7 +310,8 @@ def _default(schema: ConnectSchema, node: Any, value: Any, names: _Names, space:
         if _type(first) == "null":
             return None
         if schema.name == UNION:
-            return {_member_name(first): _default(schema.field(_member_name(first)).schema, first, value, names, space)}
+            member = schema.fields[0]  # the first branch's field, however the union's fields are named
+            return {member.name: _default(member.schema, first, value, names, space)}
         return _default(schema, first, value, names, space)
     if kind in ("int", "long"):
         number = int(value)
@@ -370,36 +378,47 @@ def spark_facing(avro: Any) -> Any:
 
 # --- values: Connect's Spark type <-> what Spark's Avro functions take and give ------------------------
 
-def to_avro_input(col: Column, schema: ConnectSchema) -> Column:
+def to_avro_input(col: Column, schema: ConnectSchema, *, enhanced: bool = False) -> Column:
     """A Connect value (its schema's Spark type) shaped as the Avro schema AvroData builds for it: maps whose keys
-    are not required strings become arrays of key/value structs (`MapEntry` records)."""
-    if not _needs_reshaping(schema):
+    are not required strings become arrays of key/value structs (`MapEntry` records). With `enhanced`, a string
+    that is not one of its enum's symbols fails the batch with AvroData's message, not Spark's."""
+    if not _needs_reshaping(schema, enhanced):
         return col
-    return _reshape_out(col, schema)
+    return _reshape_out(col, schema, enhanced)
 
 
-def _needs_reshaping(s: ConnectSchema) -> bool:
+def _is_enum(s: ConnectSchema) -> bool:
+    return s.type == "string" and ENUM in s.params
+
+
+def _needs_reshaping(s: ConnectSchema, enhanced: bool) -> bool:
     if s.type == "map":  # every map: string-keyed ones are reordered as a HashMap iterates them
         return True
     if s.type == "array":
-        return _needs_reshaping(s.value_schema)
+        return _needs_reshaping(s.value_schema, enhanced)
     if s.type == "struct":
-        return any(_needs_reshaping(f.schema) for f in s.fields)
-    return False
+        return any(_needs_reshaping(f.schema, enhanced) for f in s.fields)
+    return enhanced and _is_enum(s)
 
 
-def _reshape_out(col: Column, s: ConnectSchema) -> Column:
-    if not _needs_reshaping(s):
+def _reshape_out(col: Column, s: ConnectSchema, enhanced: bool) -> Column:
+    if not _needs_reshaping(s, enhanced):
         return col
     if s.type == "map":
         if s.key_schema.type == "string" and not s.key_schema.optional:
             # AvroData copies the map into a java.util.HashMap, which Avro's writer iterates
-            return F.transform_values(hashmap_order(col), lambda _, v: _reshape_out(v, s.value_schema))
+            return F.transform_values(hashmap_order(col), lambda _, v: _reshape_out(v, s.value_schema, enhanced))
         return F.transform(F.map_entries(col), lambda e: F.struct(
-            _reshape_out(e["key"], s.key_schema).alias("key"), _reshape_out(e["value"], s.value_schema).alias("value")))
+            _reshape_out(e["key"], s.key_schema, enhanced).alias("key"),
+            _reshape_out(e["value"], s.value_schema, enhanced).alias("value")))
     if s.type == "array":
-        return F.transform(col, lambda v: _reshape_out(v, s.value_schema))
-    struct = F.struct(*[_reshape_out(col[f.name], f.schema).alias(f.name) for f in s.fields])
+        return F.transform(col, lambda v: _reshape_out(v, s.value_schema, enhanced))
+    if s.type == "string":
+        symbols = enum_symbols(s)
+        failure = F.concat(F.lit(f"{MARKER}AvroConverter cannot write the string '"), col,
+                           F.lit(f"' as enum {s.params[ENUM]}: it is not one of its symbols ({', '.join(symbols)})"))
+        return F.when(col.isNull() | col.isin(symbols), col).otherwise(F.raise_error(failure).cast("string"))
+    struct = F.struct(*[_reshape_out(col[f.name], f.schema, enhanced).alias(f.name) for f in s.fields])
     return F.when(col.isNull(), F.lit(None)).otherwise(struct)
 
 

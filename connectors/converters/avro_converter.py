@@ -21,7 +21,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from connectors.converters._avro_connect import from_avro_output, spark_facing, to_avro_input, to_connect_schema
+from connectors.converters._avro_connect import (UNION, from_avro_output, spark_facing, to_avro_input,
+                                                 to_connect_schema)
 from connectors.converters._common import data_type, null_bytes, parse_settings
 from connectors.converters._registry_client import RegistryClient, RegistryRefused
 from connectors.storage.avro import avro_schema, avro_schema_text
@@ -78,10 +79,7 @@ class AvroConverter(Converter):
                                        f"'{strategy}' is not supported; expected one of "
                                        f"{', '.join(s.rsplit('.', 1)[1] for s in _STRATEGIES)}")])
         self.strategy = _STRATEGIES[full]
-        if settings[ENHANCED]:
-            raise ConfigError([Problem(prefix + ENHANCED, "true is not supported yet (enums and their names as "
-                                                          "Confluent's enhanced schema support writes them); "
-                                                          "leave it false")])
+        self.enhanced = settings[ENHANCED]
 
     @classmethod
     def config_def(cls) -> ConfigDef:
@@ -115,7 +113,7 @@ class AvroConverter(Converter):
                  doc="Toggle for enabling/disabling connect converter to add its meta data to the output schema.")
         d.define(ENHANCED, Type.BOOLEAN, False, importance=Importance.LOW,
                  doc="Toggle for enabling/disabling enhanced avro schema support: Enum symbol preservation and "
-                     "Package Name awareness (not supported yet).")
+                     "Package Name awareness.")
         d.define("schemas.cache.config", Type.INT, 1000, importance=Importance.LOW,
                  doc="Size of the converted schemas cache.")
         return d
@@ -134,15 +132,16 @@ class AvroConverter(Converter):
         if schema is None:
             raise DataError("AvroConverter needs a schema: schemaless values (no schema, e.g. JsonConverter with "
                             "schemas.enable=false upstream) cannot be written as Avro; use JsonConverter")
-        tree = avro_schema(schema, connect_meta_data=self.meta)
-        text = avro_schema_text(schema, connect_meta_data=self.meta)
+        _refuse_unions(schema)
+        tree = avro_schema(schema, connect_meta_data=self.meta, enhanced=self.enhanced)
+        text = avro_schema_text(schema, connect_meta_data=self.meta, enhanced=self.enhanced)
         if topics is None:
             topics = [r[0] for r in df.select(TOPIC).distinct().collect()]
         writers = {t: self._writer(self._subject(t, tree), text, tree) for t in topics}
         if not writers:
             return df.withColumn(column, null_bytes())
         value = F.col(column)
-        shaped = to_avro_input(value, schema)
+        shaped = to_avro_input(value, schema, enhanced=self.enhanced)
         # one expression per writer schema (the records' own, or with use.latest.version each subject's latest)
         by_writer: dict[str, tuple[Any, list[str], int]] = {}
         for t, (schema_id, writer) in writers.items():
@@ -239,7 +238,8 @@ class AvroConverter(Converter):
             text = self._writer_schema(int(schema_id))
             trees[int(schema_id)] = json.loads(text)
             version = self._version(topic, trees[int(schema_id)], text)
-            schema = to_connect_schema(trees[int(schema_id)], version, connect_meta_data=self.meta)
+            schema = to_connect_schema(trees[int(schema_id)], version, connect_meta_data=self.meta,
+                                       enhanced=self.enhanced)
             groups.setdefault(schema, []).append((topic, int(schema_id)))
         from_avro = _spark_avro(df).from_avro
         for schema, members in groups.items():
@@ -273,6 +273,20 @@ class AvroConverter(Converter):
             return self.client.lookup(self._subject(topic, tree), text)[1]
         except (RegistryRefused, DataError):
             return None
+
+
+def _refuse_unions(schema: ConnectSchema, path: str = "") -> None:
+    """Spark's `to_avro` writes a union only as null-or-one-type, so a Connect union (a struct named
+    io.confluent.connect.avro.Union, read from an Avro union of several types) cannot be written yet."""
+    if schema.name == UNION:
+        raise DataError(f"the {'value' if not path else 'field ' + repr(path[1:])} is a Connect union "
+                        f"({UNION}, read from an Avro union of several types): AvroConverter cannot write unions "
+                        "yet; write it with JsonConverter, or pick one branch with a transform")
+    for f in schema.fields or ():
+        _refuse_unions(f.schema, f"{path}.{f.name}")
+    for inner in (schema.key_schema, schema.value_schema):
+        if inner is not None:
+            _refuse_unions(inner, path + "[]")
 
 
 def _schema_id(value: Column) -> Column:

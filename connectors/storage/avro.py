@@ -73,6 +73,10 @@ MAP_ENTRY_TYPE_NAME = "MapEntry"
 DEFAULT_DECIMAL_PRECISION = 64
 """AvroData's precision for a Decimal without `connect.decimal.precision`."""
 
+ENUM = NAMESPACE + ".Enum"
+ENUM_DOC_PREFIX = NAMESPACE + ".enum.doc."
+ENUM_DEFAULT_PREFIX = NAMESPACE + ".enum.default."
+FIXED_SIZE = "connect.fixed.size"
 _RECORD_DOC = NAMESPACE + ".record.doc"
 _FIELD_DOC_PREFIX = NAMESPACE + ".field.doc."
 _FIELD_DEFAULT_FLAG = NAMESPACE + ".field.default"
@@ -125,6 +129,32 @@ class _Union:
 
 
 @dataclass(eq=True)
+class _Fixed:
+    name: str
+    namespace: str | None
+    size: int
+    props: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return self.name if self.namespace is None else f"{self.namespace}.{self.name}"
+
+
+@dataclass(eq=True)
+class _Enum:
+    name: str
+    namespace: str | None
+    doc: str | None
+    symbols: list[str]
+    default: str | None
+    props: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return self.name if self.namespace is None else f"{self.namespace}.{self.name}"
+
+
+@dataclass(eq=True)
 class _Field:
     name: str
     schema: Any
@@ -148,8 +178,9 @@ class _Record:
 class _FromConnect:
     """AvroData.fromConnectSchema with its FromConnectContext: shared records and default-name numbering."""
 
-    def __init__(self, connect_meta_data: bool):
+    def __init__(self, connect_meta_data: bool, enhanced: bool = False):
         self.meta = connect_meta_data
+        self.enhanced = enhanced
         self.name_index = 0
         self.by_schema: dict[ConnectSchema, Any] = {}  # required schemas already converted (schemaMap)
         self.by_name: dict[str, _Record] = {}  # named records, reused by name (cycleReferences)
@@ -161,8 +192,16 @@ class _FromConnect:
             namespace, _, simple = name.rpartition(".")
             _check_name(simple)
             return _Record(simple, namespace or None, doc)
+        namespace, simple = self.name_or_default(None)
+        return _Record(simple, namespace, doc)
+
+    def name_or_default(self, name: str | None) -> tuple[str | None, str]:
+        """AvroData.getNameOrDefault: (namespace, name) of a Connect name, else the next ConnectDefault name."""
+        if name is not None:
+            namespace, _, simple = name.rpartition(".")
+            return namespace or None, simple
         self.name_index += 1
-        return _Record(DEFAULT_SCHEMA_NAME + (str(self.name_index) if self.name_index > 1 else ""), NAMESPACE, doc)
+        return NAMESPACE, DEFAULT_SCHEMA_NAME + (str(self.name_index) if self.name_index > 1 else "")
 
     def with_cycle(self, s: ConnectSchema) -> Any:
         if s.name is not None and s.name in self.by_name:
@@ -173,7 +212,21 @@ class _FromConnect:
         if not s.optional and s in self.by_schema:
             return self.by_schema[s]
         base: Any
-        if s.type in _PRIMITIVES:
+        params = s.params
+        if s.type == "bytes" and FIXED_SIZE in params:
+            namespace, simple = self.name_or_default(s.name)
+            _check_name(simple)
+            base = _Fixed(simple, namespace, int(params[FIXED_SIZE]))
+            if s.logical == DECIMAL:
+                _add_prop(base.props, "scale", s.scale)
+                _add_prop(base.props, "precision", s.precision or DEFAULT_DECIMAL_PRECISION)
+        elif s.type == "string" and self.enhanced and ENUM in params:
+            # enhanced.avro.schema.support: a string read from an Avro enum is written as that enum again
+            _, simple = self.name_or_default(s.name)
+            namespace, _, name = params[ENUM].rpartition(".")
+            base = _Enum(name, namespace or None, params.get(ENUM_DOC_PREFIX + simple), enum_symbols(s),
+                         params.get(ENUM_DEFAULT_PREFIX + simple))
+        elif s.type in _PRIMITIVES:
             base = _Primitive(_PRIMITIVES[s.type])
             if s.logical == DECIMAL:
                 _add_prop(base.props, "scale", s.scale)
@@ -195,7 +248,6 @@ class _FromConnect:
             # An optional struct is a union around the record of its required twin; no metadata on the union.
             return _Union([_Primitive("null"), self.with_cycle(s.as_required())])
         else:
-            params = s.params
             record = self.record(s.name, params.get(_RECORD_DOC))
             if s.name is not None:
                 self.by_name[s.name] = record
@@ -332,6 +384,8 @@ def _valid_default(schema: Any, value: Any) -> bool:
         return isinstance(value, list) and all(_valid_default(schema.items, v) for v in value)
     if isinstance(schema, _Map):
         return isinstance(value, dict) and all(_valid_default(schema.values, v) for v in value.values())
+    if isinstance(schema, (_Fixed, _Enum)):
+        return isinstance(value, str)
     t = schema.type
     if t in ("string", "bytes"):
         return isinstance(value, str)
@@ -344,24 +398,34 @@ def _valid_default(schema: Any, value: Any) -> bool:
     return value is None  # null
 
 
-def _to_json(node: Any, names: dict[str, _Record], space: str | None) -> Any:
-    """Avro's Schema.toJson: a record is written in full once, then by name (relative to the namespace)."""
+def _to_json(node: Any, names: dict[str, Any], space: str | None) -> Any:
+    """Avro's Schema.toJson: a named type (record, enum, fixed) is written in full once, then by name
+    (relative to the namespace)."""
     if isinstance(node, _Union):
         return [_to_json(b, names, space) for b in node.branches]
-    if isinstance(node, _Record):
+    if isinstance(node, (_Record, _Enum, _Fixed)):
         known = names.get(node.full_name)
         if known is not None:
             if known == node:
                 return node.name if node.namespace in (None, space) else node.full_name
             raise DataError(f"Can't redefine: {node.full_name}")
         names[node.full_name] = node
-        out: dict[str, Any] = {"type": "record", "name": node.name}
+        out: dict[str, Any] = {"type": {_Record: "record", _Enum: "enum", _Fixed: "fixed"}[type(node)],
+                               "name": node.name}
         if node.namespace is not None and node.namespace != space:
             out["namespace"] = node.namespace
         elif node.namespace is None and space is not None:
             out["namespace"] = ""
+        if isinstance(node, _Fixed):
+            out["size"] = node.size
+            return {**out, **node.props}
         if node.doc is not None:
             out["doc"] = node.doc
+        if isinstance(node, _Enum):
+            out["symbols"] = list(node.symbols)
+            if node.default is not None:
+                out["default"] = node.default
+            return {**out, **node.props}
         out["fields"] = [_field_json(f, names, node.namespace) for f in node.fields]
         return {**out, **node.props}
     if isinstance(node, _Array):
@@ -371,7 +435,7 @@ def _to_json(node: Any, names: dict[str, _Record], space: str | None) -> Any:
     return {"type": node.type, **node.props} if node.props else node.type
 
 
-def _field_json(f: _Field, names: dict[str, _Record], space: str | None) -> dict[str, Any]:
+def _field_json(f: _Field, names: dict[str, Any], space: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": f.name, "type": _to_json(f.schema, names, space)}
     if f.doc is not None:
         out["doc"] = f.doc
@@ -380,23 +444,31 @@ def _field_json(f: _Field, names: dict[str, _Record], space: str | None) -> dict
     return out
 
 
-def avro_schema(schema: ConnectSchema | None, *, connect_meta_data: bool = True) -> dict | list | str:
+def enum_symbols(s: ConnectSchema) -> list[str]:
+    """The symbols of the Avro enum a Connect string was read from, in the order its parameters list them."""
+    prefix = ENUM + "."
+    return [k[len(prefix):] for k, _ in s.parameters if k.startswith(prefix)]
+
+
+def avro_schema(schema: ConnectSchema | None, *, connect_meta_data: bool = True,
+                enhanced: bool = False) -> dict | list | str:
     """The Avro schema AvroData.fromConnectSchema builds for `schema`, as the JSON tree Avro prints.
 
     A struct gives a record (a dict); a primitive without annotations is a bare type name ("string");
     an optional schema is a union (a list) with null first, or last when the schema has a default.
     Property order is Avro's (insertion order), so `avro_schema_text` is the text Confluent writes.
     DataError when Avro itself would refuse the schema (an invalid name, two different records of one name).
+    With `enhanced` (enhanced.avro.schema.support) a string read from an Avro enum is an enum again.
     """
     if schema is None:
         raise DataError("Avro needs a schema: schemaless values (no value schema, e.g. JsonConverter with "
                         "schemas.enable=false) cannot be written as Avro or Parquet; use JsonFormat")
-    return _to_json(_FromConnect(connect_meta_data).convert(schema), {}, None)
+    return _to_json(_FromConnect(connect_meta_data, enhanced).convert(schema), {}, None)
 
 
-def avro_schema_text(schema: ConnectSchema | None, *, connect_meta_data: bool = True) -> str:
+def avro_schema_text(schema: ConnectSchema | None, *, connect_meta_data: bool = True, enhanced: bool = False) -> str:
     """`avro_schema` as Avro's `Schema.toString()` prints it: compact JSON, Jackson's number and escape forms."""
-    return dumps(avro_schema(schema, connect_meta_data=connect_meta_data))
+    return dumps(avro_schema(schema, connect_meta_data=connect_meta_data, enhanced=enhanced))
 
 
 # --- Arrow values -> Avro datums (AvroData.fromConnectData) -----------------------------------------

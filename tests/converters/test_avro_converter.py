@@ -283,3 +283,81 @@ def test_string_keyed_maps_are_written_in_the_order_confluents_hashmap_writes_th
         data = bytes(row.value)
         read = fastavro.schemaless_reader(io.BytesIO(data[5:]), avro)
         assert list(read["tags"]) == _java_hashmap_order(list(written)) and read["tags"] == original
+
+
+PARCEL = {"type": "record", "name": "Parcel", "namespace": "t", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "color", "type": {"type": "enum", "name": "Color", "doc": "paint", "symbols": ["RED", "GREEN", "BLUE"],
+                               "default": "RED"}},
+    {"name": "tag", "type": {"type": "fixed", "name": "Four", "size": 4}},
+    {"name": "price", "type": {"type": "fixed", "name": "Money", "size": 8, "logicalType": "decimal",
+                               "precision": 12, "scale": 2}},
+    {"name": "second", "type": ["null", "Color"], "default": None},
+    {"name": "box", "type": {"type": "record", "name": "Box", "namespace": "u", "fields": [
+        {"name": "shade", "type": "t.Color"}, {"name": "code", "type": "t.Four"}]}}]}
+PARCELS = [{"id": 1, "color": "GREEN", "tag": b"abcd", "price": Decimal("1234.50"), "second": None,
+            "box": {"shade": "BLUE", "code": b"wxyz"}},
+           {"id": 2, "color": "RED", "tag": b"\x00\x01\x02\x03", "price": Decimal("-0.01"), "second": "GREEN",
+            "box": {"shade": "RED", "code": b"1234"}}]
+
+
+@pytest.mark.parametrize("enhanced", [True, False])
+def test_enums_and_fixed_read_from_avro_are_written_back_as_confluent_writes_them(spark, registry, enhanced):
+    """Read what confluent-kafka's serializer wrote, write it again under another topic, and its deserializer
+    gets the same values. Fixed types stay fixed; enums stay enums with enhanced.avro.schema.support=true and
+    become annotated strings without it, as AvroData.fromConnectSchema builds them."""
+    client = SchemaRegistryClient({"url": registry})
+    source, copy = f"parcels-{enhanced}", f"parcels-copy-{enhanced}".lower()
+    serialize = AvroSerializer(client, json.dumps(PARCEL))
+    data = [serialize(v, SerializationContext(source, MessageField.VALUE)) for v in PARCELS]
+    df = spark.createDataFrame([(source, 0, i, d) for i, d in enumerate(data)],
+                               "topic string, partition int, offset long, value binary")
+    settings = {"schema.registry.url": registry, "enhanced.avro.schema.support": str(enhanced).lower()}
+    converter = AvroConverter(settings, is_key=False)
+    [(connect, frame)] = converter.to_connect(df, "value")
+    assert connect.field("tag").schema.params == {"connect.fixed.size": "4"}
+    out = converter.from_connect_for(frame, "value", connect, [copy])
+    written = [bytes(r.value) for r in out.orderBy("offset").collect()]
+    deserialize = AvroDeserializer(client)
+    assert [deserialize(w, SerializationContext(copy, MessageField.VALUE)) for w in written] == PARCELS
+    avro = json.loads(client.get_latest_version(f"{copy}-value").schema.schema_str)
+    fields = {f["name"]: f["type"] for f in avro["fields"]}
+    assert (fields["tag"]["type"], fields["tag"]["name"], fields["tag"]["size"]) == ("fixed", "Four", 4)
+    assert (fields["price"]["type"], fields["price"]["logicalType"], fields["price"]["precision"]) == (
+        "fixed", "decimal", 12)
+    assert fields["box"]["fields"][1]["type"] == "t.Four"  # a named type once in full, then by name
+    params = {"io.confluent.connect.avro.Enum": "t.Color", "io.confluent.connect.avro.Enum.RED": "RED",
+              "io.confluent.connect.avro.Enum.GREEN": "GREEN", "io.confluent.connect.avro.Enum.BLUE": "BLUE",
+              "io.confluent.connect.avro.enum.doc.Color": "paint",
+              "io.confluent.connect.avro.enum.default.Color": "RED"}
+    if enhanced:
+        assert fields["color"] == {"type": "enum", "name": "Color", "doc": "paint", "symbols": ["RED", "GREEN", "BLUE"],
+                                   "default": "RED", "connect.parameters": params, "connect.name": "t.Color"}
+        assert fields["second"] == ["null", "Color"] and fields["box"]["fields"][0]["type"] == "t.Color"
+    else:
+        assert fields["color"] == {"type": "string", "connect.parameters": params, "connect.name": "t.Color"}
+        # the optional enum field is an optional annotated string
+        assert fields["second"][0] == "null" and fields["second"][1]["type"] == "string"
+
+    # enhanced: a string that is not one of the enum's symbols fails the batch with a message naming both
+    if enhanced:
+        bad = _frame(spark, connect, [(3, "PINK", b"abcd", Decimal("1.00"), None, ("RED", b"abcd"))])
+        with pytest.raises(Exception, match="cannot write the string 'PINK' as enum t.Color: it is not one of its "
+                                            r"symbols \(RED, GREEN, BLUE\)"):
+            converter.from_connect_for(bad, "value", connect, [copy]).collect()
+
+
+def test_unions_name_their_members_as_avrodata_does_and_are_refused_on_write(spark, registry):
+    from connectors.converters._avro_connect import to_connect_schema
+
+    tree = {"type": "record", "name": "Shape", "namespace": "t", "fields": [
+        {"name": "either", "type": ["null", {"type": "record", "name": "Circle", "fields": [
+            {"name": "r", "type": "double"}]}, "string", {"type": "enum", "name": "Kind", "symbols": ["A"]}]}]}
+    plain = to_connect_schema(tree).field("either").schema
+    full = to_connect_schema(tree, enhanced=True).field("either").schema
+    assert plain.name == full.name == "io.confluent.connect.avro.Union" and plain.optional
+    assert [f.name for f in plain.fields] == ["Circle", "string", "Kind"]
+    assert [f.name for f in full.fields] == ["t.Circle", "string", "t.Kind"]
+    with pytest.raises(DataError, match="field 'either' is a Connect union .*cannot write unions yet"):
+        AvroConverter({"schema.registry.url": registry}, is_key=False).from_connect_for(
+            _frame(spark, to_connect_schema(tree), [(None,)]), "value", to_connect_schema(tree), ["shapes"])
