@@ -64,8 +64,8 @@ def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
             {"id": 3, "item": "ink", "qty": 7}]
         assert client.get_subjects() == ["shop-orders-value"]
 
-        # a record that is not Avro among them
-        poison = cli_here("topics", "produce", "shop-orders", worker=worker, stdin="not avro\n")
+        # a record that is not Avro among them, and one framed as Avro with a schema id the registry never gave
+        poison = cli_here("topics", "produce", "shop-orders", worker=worker, stdin="not avro\n\x00\x00\x0009\x02\n")
         assert poison.returncode == 0, poison.stderr
         store = tmp_path / "objects"
         (store / "orders-bucket").mkdir(parents=True)
@@ -90,8 +90,9 @@ def test_jdbc_to_an_avro_topic_to_s3_with_the_books_dead_letter_queue(tmp_path):
         assert [json.loads(line) for line in next(iter(objects.values())).splitlines()] == [
             {"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
             {"id": 3, "item": "ink", "qty": 7}]
-        letters = DeltaTable(str(lake / "topics" / "my-dlq")).to_pyarrow_table(columns=["value"]).to_pylist()
-        assert [x["value"] for x in letters] == [b"not avro"]
+        letters = DeltaTable(str(lake / "topics" / "my-dlq")).to_pyarrow_table(columns=["offset", "value"]).to_pylist()
+        assert [x["value"] for x in sorted(letters, key=lambda x: x["offset"])] == [b"not avro",
+                                                                                   b"\x00\x00\x00\x30\x39\x02"]
 
         # the S3 sink's AvroFormat and ParquetFormat write the records with the schema the registry gave them
         rows = [{"id": 1, "item": "book", "qty": 2}, {"id": 2, "item": "pen", "qty": None},
