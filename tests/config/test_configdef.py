@@ -67,7 +67,8 @@ def test_passwords_in_urls_are_masked_and_known_to_the_scrubber():
            "store.url": "http://h:9000/bucket", "db": "postgresql://alice@h/db", "query": "password=plain text",
            "connection.password": "pw4", "other.url": "${file:/run/s.properties:url}"}
     shown = mask(raw)
-    assert shown["value.converter.schema.registry.url"] == "http://u:[hidden]@h1:8081,https://v:[hidden]@h2:8081/registry"
+    assert shown["value.converter.schema.registry.url"] == ("http://u:[hidden]@h1:8081,"
+                                                           "https://v:[hidden]@h2:8081/registry")
     assert shown["connection.url"] == "jdbc:sqlserver://h:1433;databaseName=d;password=[hidden];user=x"
     assert shown["store.url"] == raw["store.url"] and shown["db"] == raw["db"] and shown["query"] == raw["query"]
     assert shown["other.url"] == raw["other.url"] and shown["connection.password"] == HIDDEN
