@@ -30,6 +30,10 @@ class RegistryError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+READWRITE = "READWRITE"
+MODES = (READWRITE, "READONLY", "READONLY_OVERRIDE", "IMPORT")
+
+
 def _subject_not_found(subject: str) -> RegistryError:
     return RegistryError(404, 40401, f"Subject '{subject}' not found.")
 
@@ -81,8 +85,11 @@ class RegistryApi:
                 ("GET", "/config/(?P<subject>[^/]+)", self.subject_config),
                 ("PUT", "/config/(?P<subject>[^/]+)", self.put_subject_config),
                 ("DELETE", "/config/(?P<subject>[^/]+)", self.delete_subject_config),
-                ("GET", "/mode", lambda **_: {"mode": "READWRITE"}),
-                ("GET", "/mode/(?P<subject>[^/]+)", lambda **_: {"mode": "READWRITE"}),
+                ("GET", "/mode", lambda **_: {"mode": READWRITE}),
+                ("GET", "/mode/(?P<subject>[^/]+)", lambda **_: {"mode": READWRITE}),
+                ("PUT", "/mode", self.put_mode),
+                ("PUT", "/mode/(?P<subject>[^/]+)", self.put_mode),
+                ("GET", "/contexts", lambda **_: ["."]),  # the default context only
             )]
 
     def handle(self, method: str, path: str, query: Mapping[str, list[str]],
@@ -297,6 +304,17 @@ class RegistryApi:
         level = level.upper()
         self.store.change(lambda state: ([{"kind": CONFIG, "subject": subject, "compatibility": level}], None))
         return {"compatibility": level}
+
+
+    def put_mode(self, body: bytes, **_) -> dict[str, str]:
+        """The lake's registry is always READWRITE: setting that is a no-op, any other mode is refused."""
+        mode = _json_object(body).get("mode")
+        if not isinstance(mode, str) or mode.upper() not in MODES:
+            raise RegistryError(422, 42204, f"Invalid mode. Valid values are {', '.join(MODES)}.")
+        if mode.upper() != READWRITE:
+            raise RegistryError(422, 42205, f"Operation not permitted: mode {mode.upper()} is not supported; the "
+                                            "lake's registry is always READWRITE")
+        return {"mode": READWRITE}
 
 
 class _Raw:

@@ -186,3 +186,40 @@ def test_the_python_serializer_and_deserializer_through_the_lake(registry):
     assert data[:5] == b"\x00" + schema_id.to_bytes(4, "big")  # Confluent's wire format
     fresh = SchemaRegistryClient({"url": registry.url + "/registry"})  # no cache: the schema comes by id
     assert AvroDeserializer(fresh)(data, context) == {"id": "p-1", "amount": 12.5, "note": None}
+
+
+def test_the_python_clients_other_calls(registry):
+    from confluent_kafka.schema_registry import ConfigCompatibilityLevel, ServerConfig
+
+    client = _client(registry)
+    first = client.register_schema_full_response("users-value", Schema(USER_V1, "AVRO"))
+    assert first.schema_id == 1  # the registry answers {"id": …}, which every client version reads
+    client.register_schema("orders-value", Schema(USER_V1, "AVRO"))
+    client.register_schema("users-value", Schema(USER_V2, "AVRO"))
+    assert client.get_subjects_by_schema_id(1) == ["orders-value", "users-value"]
+    assert [(v.subject, v.version) for v in client.get_schema_versions(1)] == [("orders-value", 1),
+                                                                              ("users-value", 1)]
+    # against every version (BACKWARD_TRANSITIVE's question), whatever the subject's level
+    assert client.test_compatibility_all_versions("users-value", Schema(USER_V3, "AVRO")) is False
+    assert client.test_compatibility_all_versions("users-value", Schema(USER_V2, "AVRO")) is True
+    assert client.get_config().compatibility_level is ConfigCompatibilityLevel.BACKWARD
+    client.set_config("users-value", ServerConfig(compatibility_level=ConfigCompatibilityLevel.FULL))
+    assert client.get_config("users-value").compatibility_level is ConfigCompatibilityLevel.FULL
+    assert client.delete_config("users-value").compatibility_level is ConfigCompatibilityLevel.FULL
+    e = _error(lambda: client.get_config("users-value"))
+    assert (e.http_status_code, e.error_code) == (404, 40408)
+    e = _error(lambda: client.delete_config("users-value"))  # nothing set: Confluent's answer, 40401
+    assert (e.http_status_code, e.error_code) == (404, 40401)
+    assert client.get_schema_types() == ["AVRO"] and client.get_referenced_by("users-value", 1) == []
+    assert client.get_contexts() == ["."]
+    assert client.get_mode("users-value") == client.get_global_mode() == "READWRITE"
+    assert client.update_mode("users-value", "READWRITE") == "READWRITE"
+    e = _error(lambda: client.update_mode("users-value", "READONLY"))
+    assert (e.http_status_code, e.error_code) == (422, 42205) and "always READWRITE" in e.error_message
+    e = _error(lambda: client.update_mode("users-value", "SIDEWAYS"))
+    assert (e.http_status_code, e.error_code) == (422, 42204)
+    # a soft-deleted version is still there for a client that asks for deleted ones
+    client.delete_version("users-value", 1)
+    e = _error(lambda: client.get_version("users-value", 1))
+    assert (e.http_status_code, e.error_code) == (404, 40402)
+    assert client.get_version("users-value", 1, deleted=True).schema_id == 1
