@@ -11,6 +11,7 @@ named after its branches, a decimal's precision is capped at Spark's 38 (the byt
 from __future__ import annotations
 
 import base64
+import json
 import copy
 from typing import Any
 
@@ -448,3 +449,133 @@ def _reshape_in(col: Column, s: ConnectSchema) -> Column:
             parts = [_reshape_in(col[f.name], f.schema).alias(f.name) for f in s.fields]
         return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts))
     return col.cast(s.to_spark_type())
+
+
+# --- unions: the Avro binary encoding composed where Spark's to_avro cannot write ----------------------
+
+def has_union(s: ConnectSchema | None) -> bool:
+    """Whether `s` holds a Connect union (a struct named io.confluent.connect.avro.Union) anywhere."""
+    if s is None:
+        return False
+    if s.name == UNION:
+        return True
+    return any(has_union(f.schema) for f in s.fields or ()) or has_union(s.key_schema) or has_union(s.value_schema)
+
+
+def _zigzag(n: int) -> bytes:
+    """Avro's int encoding (zig-zag, then base-128 varint), for a union's branch index."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+class UnionEncoder:
+    """The Avro binary encoding of Connect values whose schema holds unions of several types, which Spark's
+    `to_avro` writes only as null-or-one-type. Avro's encoding is a concatenation: a record is its fields'
+    encodings one after another, a union the branch's index then the branch's encoding, an array or a map
+    one block (the count, the items, a 0) as Avro's Java writer writes it. So the value is cut where unions
+    are and every part without one is written by `to_avro` with a schema of its own; the rest is bytes
+    concatenated by Spark expressions. A union's branch is the one named after its first non-null member, as
+    AvroData writes it."""
+
+    def __init__(self, writer: Any, to_avro, *, enhanced: bool = False):
+        self.tree, self.names = parse_tree(writer)
+        self.to_avro = to_avro
+        self.enhanced = enhanced
+
+    def encode(self, col: Column, schema: ConnectSchema) -> Column:
+        return self._encode(col, schema, self.tree, None)
+
+    def _encode(self, col: Column, s: ConnectSchema, node: Any, space: str | None) -> Column:
+        node = self.names.resolve(node, space)
+        if not has_union(s):
+            shaped = _reshape_out(col, s, self.enhanced)
+            return self.to_avro(shaped, json.dumps(spark_facing(self._standalone(node, space, set()))))
+        kind = _type(node)
+        if kind == "union":
+            return self._union(col, s, node if isinstance(node, list) else node["type"], space)
+        if kind in ("record", "error"):
+            inner = node["__full"].rpartition(".")[0] or None
+            parts = []
+            for f in node.get("fields") or []:
+                if s.type != "struct" or f["name"] not in {x.name for x in s.fields}:
+                    raise DataError(f"the Avro schema's field '{f['name']}' has no field of the Connect schema to "
+                                    "write")
+                parts.append(self._encode(col[f["name"]], s.field(f["name"]).schema, f["type"], inner))
+            return F.concat(*parts) if parts else F.lit(b"")
+        if kind == "array" and s.type == "map":  # a map with other than string keys: MapEntry records
+            entry = self.names.resolve(node["items"], space)
+            fields = {f["name"]: f["type"] for f in entry["fields"]}
+            inner = entry["__full"].rpartition(".")[0] or None
+            return self._block(F.map_entries(col), lambda e: F.concat(
+                self._encode(e["key"], s.key_schema, fields["key"], inner),
+                self._encode(e["value"], s.value_schema, fields["value"], inner)))
+        if kind == "array":
+            return self._block(col, lambda e: self._encode(e, s.value_schema, node["items"], space))
+        if kind == "map":
+            return self._block(F.map_entries(hashmap_order(col)), lambda e: F.concat(
+                self.to_avro(e["key"], '"string"'), self._encode(e["value"], s.value_schema, node["values"], space)))
+        raise DataError(f"a Connect {s.type} holding a union cannot be written as Avro {kind}")
+
+    def _union(self, col: Column, s: ConnectSchema, branches: list[Any], space: str | None) -> Column:
+        resolved = [self.names.resolve(b, space) for b in branches]
+        null_at = next((i for i, b in enumerate(resolved) if _type(b) == "null"), None)
+        if null_at is None:
+            none = F.raise_error(F.lit(f"{MARKER}a value of the non-optional union {s.name or s.type} is null; "
+                                       "AvroConverter cannot write it")).cast("binary")
+        else:
+            none = F.lit(_zigzag(null_at))
+        if s.name != UNION:  # an optional schema: a union of null and one type
+            at = next(i for i, b in enumerate(resolved) if _type(b) != "null")
+            return F.when(col.isNull(), none).otherwise(
+                F.concat(F.lit(_zigzag(at)), self._encode(col, s.as_required(), resolved[at], space)))
+        others = [i for i, b in enumerate(resolved) if _type(b) != "null"]
+        by_member = {_member_name(resolved[i], self.enhanced): i for i in others}
+        out = F.when(col.isNull(), none)
+        for n, f in enumerate(s.fields):
+            # the branch named after the member; else the one in its place (an enum member written as a string
+            # without enhanced support: the union AvroData builds has a branch per member, in order)
+            i = by_member.get(f.name, others[n] if len(others) == len(s.fields) else None)
+            if i is None:
+                raise DataError(f"the union's member '{f.name}' is not a branch of the Avro union it is written to")
+            out = out.when(col[f.name].isNotNull(), F.concat(
+                F.lit(_zigzag(i)), self._encode(col[f.name], f.schema.as_required(), resolved[i], space)))
+        return out.otherwise(none)
+
+    def _block(self, items: Column, encode_item) -> Column:
+        """An array or map as one block: the count as an Avro long, the items, then 0 (an empty one is just 0)."""
+        body = F.aggregate(F.transform(items, encode_item), F.lit(b""), lambda acc, x: F.concat(acc, x))
+        return F.when(F.size(items) == 0, F.lit(b"\x00")).otherwise(
+            F.concat(self.to_avro(F.size(items).cast("long"), '"long"'), body, F.lit(b"\x00")))
+
+    def _standalone(self, node: Any, space: str | None, defined: set[str]) -> Any:
+        """`node` as a schema of its own: each named type it uses defined in full where first met (by full
+        name), then referred to by full name; the parse's bookkeeping left out."""
+        node = self.names.resolve(node, space) if isinstance(node, str) else node
+        if isinstance(node, str):
+            return node
+        if isinstance(node, list):
+            return [self._standalone(b, space, defined) for b in node]
+        kind = node.get("type")
+        if isinstance(kind, (dict, list)):
+            return self._standalone(kind, space, defined)
+        out = {k: v for k, v in node.items() if k != "__full"}
+        if kind in ("record", "error", "enum", "fixed"):
+            full = node["__full"]
+            if full in defined:
+                return full
+            defined.add(full)
+            out["name"] = full
+            out.pop("namespace", None)
+            space = full.rpartition(".")[0] or None
+            if "fields" in node:
+                out["fields"] = [dict(f, type=self._standalone(f["type"], space, defined)) for f in node["fields"]]
+        elif kind == "array":
+            out["items"] = self._standalone(node["items"], space, defined)
+        elif kind == "map":
+            out["values"] = self._standalone(node["values"], space, defined)
+        return out

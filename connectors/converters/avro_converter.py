@@ -21,8 +21,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from connectors.converters._avro_connect import (UNION, from_avro_output, spark_facing, to_avro_input,
-                                                 to_connect_schema)
+from connectors.converters._avro_connect import (UnionEncoder, from_avro_output, has_union, spark_facing,
+                                                 to_avro_input, to_connect_schema)
 from connectors.converters._common import data_type, null_bytes, parse_settings
 from connectors.converters._registry_client import RegistryClient, RegistryRefused
 from connectors.storage.avro import avro_schema, avro_schema_text
@@ -132,7 +132,6 @@ class AvroConverter(Converter):
         if schema is None:
             raise DataError("AvroConverter needs a schema: schemaless values (no schema, e.g. JsonConverter with "
                             "schemas.enable=false upstream) cannot be written as Avro; use JsonConverter")
-        _refuse_unions(schema)
         tree = avro_schema(schema, connect_meta_data=self.meta, enhanced=self.enhanced)
         text = avro_schema_text(schema, connect_meta_data=self.meta, enhanced=self.enhanced)
         if topics is None:
@@ -148,8 +147,11 @@ class AvroConverter(Converter):
             by_writer.setdefault(json.dumps(writer) + f"#{schema_id}", (writer, [], schema_id))[1].append(t)
         data = None
         for writer, members, schema_id in by_writer.values():
-            encoded = F.concat(F.lit(MAGIC + schema_id.to_bytes(4, "big")),
-                               to_avro(shaped, json.dumps(spark_facing(writer))))
+            if has_union(schema):  # Spark's to_avro cannot write them: the encoding is composed around them
+                body = UnionEncoder(writer, to_avro, enhanced=self.enhanced).encode(value, schema)
+            else:
+                body = to_avro(shaped, json.dumps(spark_facing(writer)))
+            encoded = F.concat(F.lit(MAGIC + schema_id.to_bytes(4, "big")), body)
             if len(by_writer) == 1:
                 data = encoded
             else:
@@ -273,20 +275,6 @@ class AvroConverter(Converter):
             return self.client.lookup(self._subject(topic, tree), text)[1]
         except (RegistryRefused, DataError):
             return None
-
-
-def _refuse_unions(schema: ConnectSchema, path: str = "") -> None:
-    """Spark's `to_avro` writes a union only as null-or-one-type, so a Connect union (a struct named
-    io.confluent.connect.avro.Union, read from an Avro union of several types) cannot be written yet."""
-    if schema.name == UNION:
-        raise DataError(f"the {'value' if not path else 'field ' + repr(path[1:])} is a Connect union "
-                        f"({UNION}, read from an Avro union of several types): AvroConverter cannot write unions "
-                        "yet; write it with JsonConverter, or pick one branch with a transform")
-    for f in schema.fields or ():
-        _refuse_unions(f.schema, f"{path}.{f.name}")
-    for inner in (schema.key_schema, schema.value_schema):
-        if inner is not None:
-            _refuse_unions(inner, path + "[]")
 
 
 def _schema_id(value: Column) -> Column:

@@ -74,6 +74,7 @@ DEFAULT_DECIMAL_PRECISION = 64
 """AvroData's precision for a Decimal without `connect.decimal.precision`."""
 
 ENUM = NAMESPACE + ".Enum"
+UNION = NAMESPACE + ".Union"
 ENUM_DOC_PREFIX = NAMESPACE + ".enum.doc."
 ENUM_DEFAULT_PREFIX = NAMESPACE + ".enum.default."
 FIXED_SIZE = "connect.fixed.size"
@@ -244,6 +245,17 @@ class _FromConnect:
                 entry.props["connect.internal.type"] = MAP_ENTRY_TYPE_NAME
             entry.fields = [self.field("key", s.key_schema, None), self.field("value", s.value_schema, None)]
             base = _Array(entry)
+        elif s.name == UNION:
+            # A Connect union is an Avro union again: null first when optional, then each member's type.
+            members = [self.with_cycle(f.schema.as_required()) for f in s.fields]
+            seen: set[str] = set()
+            for m in members:  # Avro's Schema.createUnion: one branch per type, or per name for named types
+                key = _union_key(m)
+                if key in seen:
+                    raise DataError(f"Duplicate in union:{key} (the union's member types, as Avro schemas, must "
+                                    "differ; an enum read as a string needs enhanced.avro.schema.support=true)")
+                seen.add(key)
+            return _Union([_Primitive("null"), *members] if s.optional else members)
         elif s.optional:
             # An optional struct is a union around the record of its required twin; no metadata on the union.
             return _Union([_Primitive("null"), self.with_cycle(s.as_required())])
@@ -297,6 +309,14 @@ class _FromConnect:
         elif s.optional:
             default = None
         return _Field(name, schema, doc, default)
+
+
+def _union_key(node: Any) -> str:
+    if isinstance(node, (_Record, _Enum, _Fixed)):
+        return node.full_name
+    if isinstance(node, _Primitive):
+        return node.type
+    return {_Array: "array", _Map: "map", _Union: "union"}[type(node)]
 
 
 def _optional(s: ConnectSchema, base: Any) -> Any:
@@ -616,7 +636,14 @@ def _datums(arr: pa.Array, s: ConnectSchema) -> list[Any]:
     if s.type in _PRIMITIVES:
         return arr.to_pylist()
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
-    if s.type == "struct":
+    if s.name == UNION:
+        # The first member that is set, as fastavro's (branch, value) so the branch is the member's own.
+        members = [(_branch_name(f.schema), _datums(struct_field(arr, f.name), f.schema)) for f in s.fields]
+        rows = []
+        for i in range(len(arr)):
+            set_ = next(((branch, values[i]) for branch, values in members if values[i] is not None), None)
+            rows.append(None if set_ is None else set_ if set_[0] else set_[1])
+    elif s.type == "struct":
         names = [f.name for f in s.fields]
         columns = [_datums(struct_field(arr, f.name), f.schema) for f in s.fields]
         rows = [dict(zip(names, row)) for row in zip(*columns)] if names else [{} for _ in range(len(arr))]
@@ -635,6 +662,19 @@ def _datums(arr: pa.Array, s: ConnectSchema) -> list[Any]:
     if valid is not None:
         rows = [r if ok else None for r, ok in zip(rows, valid)]
     return rows
+
+
+def _branch_name(s: ConnectSchema) -> str | None:
+    """The name fastavro knows a union's branch by: a named type's full name, else its type; None for a record
+    without a Connect name (fastavro then finds the branch by the value's fields)."""
+    if s.type == "struct":
+        return s.name
+    if s.type == "bytes" and FIXED_SIZE in s.params:
+        return s.name
+    if s.type in ("array", "map"):
+        return "array" if s.type == "map" and not (s.key_schema.type == "string" and not s.key_schema.optional) \
+            else s.type
+    return _PRIMITIVES[s.type]
 
 
 # --- the object container file (DataFileWriter) --------------------------------------------------------

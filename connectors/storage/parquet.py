@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from connectors.storage.avro import (
-    DEFAULT_DECIMAL_PRECISION, HEADERS_SCHEMA, as_plain_array, avro_schema_text, check_values, decimal_unscaled_bytes,
-    epoch_days, epoch_millis, millis_of_day, struct_field,
+    DEFAULT_DECIMAL_PRECISION, HEADERS_SCHEMA, UNION, as_plain_array, avro_schema_text, check_values,
+    decimal_unscaled_bytes, epoch_days, epoch_millis, millis_of_day, struct_field,
 )
 from ingest.config.configdef import ConfigDef, Importance, Type
 from ingest.errors import ConfigError, DataError, Problem
@@ -161,6 +161,8 @@ def _arrow_type(s: ConnectSchema) -> pa.DataType:
     if s.type == "map":
         entry = pa.struct([_arrow_field("key", s.key_schema), _arrow_field("value", s.value_schema)])
         return pa.list_(pa.field("element", entry, nullable=False))
+    if s.name == UNION:  # parquet-avro's group for an Avro union: member0, member1, ... (its non-null branches)
+        return pa.struct([_arrow_field(f"member{i}", f.schema) for i, f in enumerate(s.fields)])
     return pa.struct([_arrow_field(f.name, f.schema) for f in s.fields])
 
 
@@ -218,8 +220,7 @@ def _column(arr: pa.Array, s: ConnectSchema, target: pa.DataType, absent: pa.Arr
     elif s.type == "struct":
         nulls = _nulls(arr)
         below = nulls if absent is None else (absent if nulls is None else pc.or_(absent, nulls))
-        children = [_column(struct_field(arr, f.name), f.schema, target.field(f.name).type, below)
-                    for f in s.fields]
+        children = [_column(struct_field(arr, f.name), f.schema, t.type, below) for f, t in zip(s.fields, target)]
         return pa.StructArray.from_arrays(children, fields=list(target), mask=nulls if s.optional else None)
     else:
         out = _nested(arr, s, target)

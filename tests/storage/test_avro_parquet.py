@@ -538,3 +538,41 @@ def test_parquet_values_must_be_structs_keys_and_headers_are_wrapped():
         {"headers": [{"key": "h", "value": "1"}]}, {"headers": []}]
     _, _, _, records = read_container(write_avro(HEADERS_SCHEMA, headers))
     assert records == [[{"key": "h", "value": "1"}], []]
+
+
+def test_avro_unions_are_written_as_avro_unions():
+    """A Connect union (what AvroData reads an Avro union of several types as) is an Avro union again in an
+    AvroFormat object, each value in its member's own branch: an int32 member stays an int next to a long."""
+    from connectors.converters._avro_connect import to_connect_schema
+
+    schema = to_connect_schema({"type": "record", "name": "Shape", "namespace": "t", "fields": [
+        {"name": "n", "type": ["int", "long", "string"]},
+        {"name": "any", "type": ["null", {"type": "record", "name": "Circle", "fields": [
+            {"name": "r", "type": "double"}]}, {"type": "fixed", "name": "Two", "size": 2},
+            {"type": "array", "items": "int"}]}]})
+    rows = [{"n": {"int": 1, "long": None, "string": None}, "any": {"Circle": {"r": 1.5}, "Two": None, "array": None}},
+            {"n": {"int": None, "long": 2, "string": None}, "any": None},
+            {"n": {"int": None, "long": None, "string": "three"}, "any": {"Circle": None, "Two": b"ab", "array": None}},
+            {"n": {"int": 4, "long": None, "string": None}, "any": {"Circle": None, "Two": None, "array": [1, 2]}}]
+    data = write_avro(schema, spark_arrow(schema, rows))
+    written = json.loads(read_container(data)[0]["avro.schema"])
+    assert [f["type"] for f in written["fields"]][0] == ["int", "long", "string"]
+    assert [b if isinstance(b, str) else b["type"] for b in written["fields"][1]["type"]] == [
+        "null", "record", "fixed", "array"]
+    reader = fastavro.reader(io.BytesIO(data))
+    assert list(reader) == [{"n": 1, "any": {"r": 1.5}}, {"n": 2, "any": None}, {"n": "three", "any": b"ab"},
+                            {"n": 4, "any": [1, 2]}]
+    # ParquetFormat: parquet-avro's group for a union, its non-null branches as member0, member1, ...
+    out = io.BytesIO()
+    writer = ParquetObjectWriter(out, schema, "none")
+    writer.write(spark_arrow(schema, rows))
+    writer.close()
+    table = pq.read_table(io.BytesIO(out.getvalue()))
+    assert [f.name for f in table.schema.field("n").type] == ["member0", "member1", "member2"]
+    assert table.column("n").to_pylist()[:2] == [{"member0": 1, "member1": None, "member2": None},
+                                                 {"member0": None, "member1": 2, "member2": None}]
+    assert table.column("any").to_pylist()[3] == {"member0": None, "member1": None, "member2": [1, 2]}
+    # each value in its member's branch: int 1 in branch 0, long 2 in branch 1 (not the int one), "three" in 2
+    only_n = S.struct("t.N", ("n", schema.field("n").schema))
+    data = write_avro(only_n, spark_arrow(only_n, [{"n": r["n"]} for r in rows]))
+    assert b"\x00\x02" + b"\x02\x04" + b"\x04\x0athree" + b"\x00\x08" in data
