@@ -10,7 +10,7 @@ from typing import Any
 from ingest.cli import jobs
 from ingest.config.configdef import NO_DEFAULT, Type, format_value
 from ingest.config.connector import common_config_def
-from ingest.config.loader import load_connector_file
+from ingest.config.loader import load_connector_file, parse_json
 from ingest.config.worker import load_worker
 from ingest.errors import ConfigError, Problem
 from ingest.registry import PluginKind, default_registry
@@ -221,12 +221,14 @@ def cmd_offsets_list(args) -> int:
 
 def cmd_offsets_alter(args) -> int:
     try:
-        with open(args.file, encoding="utf-8") as f:
-            body = json.load(f)
+        with open(args.file, "rb") as f:
+            body = parse_json(f.read())
     except FileNotFoundError:
         raise ConfigError(f"file not found: {args.file}") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", source=args.file) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read {args.file}: {e.strerror}") from None
+    except ValueError as e:
+        raise ConfigError(str(e), source=args.file) from None
     if not isinstance(body, dict) or not isinstance(body.get("offsets"), list):
         raise ConfigError('expected {"offsets": [{"partition": {…}, "offset": {…}}, …]}', source=args.file)
     n = worker_for(args).alter_offsets(args.name, body["offsets"])

@@ -19,7 +19,8 @@ def _stringify(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, (int, float, str)):
         return str(value)
-    raise TypeError(type(value).__name__)
+    raise TypeError("object" if isinstance(value, dict) else "array" if isinstance(value, list) else
+                    type(value).__name__)
 
 
 def connector_from_json(data: Any, *, source: str, name: str | None = None) -> tuple[str, dict[str, str]]:
@@ -60,27 +61,33 @@ def connector_from_json(data: Any, *, source: str, name: str | None = None) -> t
 
 
 def parse_properties(text: str, *, source: str) -> dict[str, str]:
-    """Java `Properties.load` semantics: `=`, `:` or space separators, `#`/`!` comments, `\\` continuations."""
+    """Java `Properties.load` semantics: `=`, `:` or space separators, `#`/`!` comments, `\\` continuations;
+    a malformed `\\uxxxx` escape is an error naming its line, as Java refuses it."""
     props: dict[str, str] = {}
-    logical: list[str] = []
-    buffer = ""
-    for raw in text.splitlines():
+    logical: list[tuple[int, str]] = []
+    buffer, start = "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
         line = raw.lstrip()
         if not buffer and (not line or line[0] in "#!"):
             continue
+        if not buffer:
+            start = number
         # An odd number of trailing backslashes continues the line.
         trailing = len(line) - len(line.rstrip("\\"))
         if trailing % 2 == 1:
             buffer += line[:-1]
             continue
-        logical.append(buffer + line)
+        logical.append((start, buffer + line))
         buffer = ""
     if buffer:
-        logical.append(buffer)
-    for line in logical:
+        logical.append((start, buffer))
+    for number, line in logical:
         m = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", line)
         key, value = (m.group(1), m.group(2)) if m else (line, "")
-        props[_unescape(key)] = _unescape(value)
+        try:
+            props[_unescape(key)] = _unescape(value)
+        except ValueError as e:
+            raise ConfigError(f"line {number}: {e}", source=source) from None
     return props
 
 
@@ -90,37 +97,88 @@ def _unescape(s: str) -> str:
     def repl(m: re.Match[str]) -> str:
         c = m.group(1)
         if c.startswith("u"):
+            if not re.fullmatch(r"u[0-9a-fA-F]{4}", c):
+                raise ValueError(f"malformed \\uxxxx escape '\\{c}' (a \\u needs four hexadecimal digits)")
             return chr(int(c[1:], 16))
         return escapes.get(c, c)
 
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", repl, s)
+    return re.sub(r"\\(u.{0,4}|.)", repl, s)
+
+
+MAX_JSON_DEPTH = 64
+"""How deeply a config's JSON may nest: a connector config is an object of strings, two levels deep."""
+
+
+def parse_json(text: str | bytes) -> Any:
+    """JSON as a config or request body may hold it, or ValueError with a message for the user: duplicate keys
+    are refused (Jackson, which Kafka Connect parses with, would keep the last one silently), as are nesting
+    deeper than MAX_JSON_DEPTH, numbers too long to convert and lone surrogates."""
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise ValueError(f"duplicate key '{key}': each key may appear once in an object")
+            out[key] = value
+        return out
+
+    if (text[:3] == b"\xef\xbb\xbf") if isinstance(text, bytes) else text.startswith("\ufeff"):
+        raise ValueError("malformed JSON: the text starts with a byte order mark (U+FEFF); save it as UTF-8 "
+                         "without a BOM")
+    try:
+        data = json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise ValueError(f"malformed JSON: nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"malformed JSON: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except ValueError as e:
+        if "integer string conversion" in str(e):
+            raise ValueError("malformed JSON: a number with more than 4300 digits") from None
+        raise
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"malformed JSON: nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(node, dict):
+            stack.extend((k, depth) for k in node)
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+        elif isinstance(node, str) and any("\ud800" <= c <= "\udfff" for c in node):
+            raise ValueError("malformed JSON: a string holds a lone surrogate (\\ud800-\\udfff), which is not "
+                             "Unicode text")
+    return data
 
 
 def load_connector_file(path: str | Path, *, name: str | None = None) -> tuple[str, dict[str, str]]:
     """A connector config from a .json or .properties file; ConfigError (never a traceback) otherwise."""
     p = Path(path)
     source = str(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"file not found: {p}", source=None) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read {p}: {e}") from None
+    text = _read_text(p)
     if p.suffix.lower() == ".properties" or (p.suffix.lower() != ".json" and not text.lstrip().startswith("{")):
         props = parse_properties(text, source=source)
         return connector_from_json(props, source=source, name=name)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", source=source) from None
+        data = parse_json(text)
+    except ValueError as e:
+        raise ConfigError(str(e), source=source) from None
     return connector_from_json(data, source=source, name=name)
 
 
 def load_properties_file(path: str | Path) -> dict[str, str]:
     p = Path(path)
+    return parse_properties(_read_text(p), source=str(p))
+
+
+def _read_text(p: Path) -> str:
     try:
-        return parse_properties(p.read_text(encoding="utf-8"), source=str(p))
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read {p}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at position {e.start}); save "
+                          "it as UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read {p}: {e.strerror or e}") from None

@@ -20,6 +20,7 @@ from typing import Any
 from ingest.config.configdef import (HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, Type, ValidString, format_value,
                                      masked_value, secret_values)
 from ingest.config.connector import CONNECTOR_CLASS, NAME, TASKS_MAX, common_config_def
+from ingest.config.loader import parse_json
 from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, StateError
 from ingest.registry import PluginInfo, PluginKind
 from ingest.rest import routes
@@ -380,10 +381,9 @@ def _json_body(body: bytes) -> Any:
     if not body.strip():
         raise RestError(400, "the request has no body; send JSON with Content-Type: application/json")
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        where = f" at line {e.lineno}, column {e.colno}" if isinstance(e, json.JSONDecodeError) else ""
-        raise RestError(400, f"the request body is not valid JSON{where}: {getattr(e, 'msg', e)}") from None
+        return parse_json(body)
+    except ValueError as e:
+        raise RestError(400, f"request body: {e}") from None
 
 
 def _config_map(body: bytes) -> dict[str, str]:

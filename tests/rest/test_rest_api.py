@@ -224,7 +224,7 @@ def test_offsets_follow_kip_875(rest, worker_file, tmp_path):
 
 def test_bad_requests_change_nothing(rest):
     status, error = rest.call("PUT", "/connectors/bad/config", raw=b'{"connector.class": ')
-    assert status == 400 and error["error_code"] == 400 and "not valid JSON at line 1" in error["message"]
+    assert status == 400 and error["error_code"] == 400 and "malformed JSON at line 1" in error["message"]
     status, error = rest.call("PUT", "/connectors/other/config", dict(_s3_config(), name="s3sink-field"))
     assert status == 400 and error["message"] == ("Connector name configuration (s3sink-field) doesn't match "
                                                   "connector name in the URL (other)")
