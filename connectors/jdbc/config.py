@@ -54,6 +54,19 @@ TIMESTAMP_INITIAL_CURRENT = -1
 """`timestamp.initial=-1`: start from the current time (Confluent's TIMESTAMP_INITIAL_CURRENT)."""
 
 
+def _valid_zone(key: str, value: Any) -> str | None:
+    """An IANA time zone name, as Java's TimeZone.getTimeZone must know it."""
+    if value is None or str(value) == "":
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(str(value))
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"unknown time zone '{str(value)[:80]}'; use an IANA name such as UTC or Europe/Paris"
+    return None
+
+
 def jdbc_source_config_def() -> ConfigDef:
     return (
         ConfigDef()
@@ -118,7 +131,7 @@ def jdbc_source_config_def() -> ConfigDef:
         .define(TIMESTAMP_DELAY_MS, Type.LONG, 0, Range.at_least(0), Importance.HIGH,
                 doc="How long after a row's timestamp before it is read, so that transactions with earlier "
                     "timestamps can commit first.", group="Connector")
-        .define(DB_TIMEZONE, Type.STRING, "UTC", importance=Importance.MEDIUM,
+        .define(DB_TIMEZONE, Type.STRING, "UTC", _valid_zone, importance=Importance.MEDIUM,
                 doc="The time zone of the database's DATETIME/TIMESTAMP values.", group="Connector")
         .define(POLL_INTERVAL_MS, Type.INT, 5000, Range.at_least(0), Importance.HIGH,
                 doc="How often to poll for new data in each table (the schedule's interval here).",

@@ -222,7 +222,8 @@ def _parse_value(key: ConfigKey, raw: Any) -> Any:
             raise ValueError(f"expected an integer, got '{raw}'") from None
         bits = {Type.SHORT: 16, Type.INT: 32, Type.LONG: 64}[t]
         if not -(2 ** (bits - 1)) <= n < 2 ** (bits - 1):
-            raise ValueError(f"{n} does not fit in a {t.value.lower()}")
+            raise ValueError(f"{str(n)[:40]} is out of range for a {bits}-bit integer "
+                             f"({-(2 ** (bits - 1))} to {2 ** (bits - 1) - 1})")
         return n
     if t is Type.DOUBLE:
         try:
@@ -387,6 +388,21 @@ class Config(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"Config({self.masked()!r})"
+
+
+_TABLE_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def valid_table_name(key: str, value: Any) -> str | None:
+    """A name that becomes a table's directory (a state table, a connector's offsets table): Kafka's topic-name
+    rules (1 to 249 of letters, digits, '.', '_' and '-', not '.' or '..'), so it never leaves its parent."""
+    if value is None:
+        return None
+    text = str(value)
+    if not _TABLE_NAME.fullmatch(text) or text in (".", ".."):
+        return (f"'{text[:80]}' is not a valid table name: use 1 to 249 letters, digits, '.', '_' or '-' "
+                "(not '.' or '..')")
+    return None
 
 
 def is_secret_key(name: str, definition: ConfigDef | None = None) -> bool:

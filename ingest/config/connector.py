@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.api import ExactlyOnceSupport
-from ingest.config.configdef import Config, ConfigDef, Importance, Range, Type, ValidRegex, ValidString
+from ingest.config.configdef import (Config, ConfigDef, Importance, Range, Type, ValidRegex, ValidString,
+                                     valid_table_name)
 from ingest.config.providers import ConfigResolver
+from ingest.config.schedule import valid_schedule
 from ingest.config.topic_configs import topic_configs
 from ingest.config.worker import (EXACTLY_ONCE_SOURCE_SUPPORT, FILE_CONNECTORS_ENABLE, HEADER_CONVERTER,
                                   KEY_CONVERTER, OVERRIDE_POLICY, TOPIC_BACKEND, VALUE_CONVERTER,
@@ -35,17 +37,30 @@ AUTO_OFFSET_RESET = "consumer.override.auto.offset.reset"
 EARLIEST, LATEST, NO_RESET = "earliest", "latest", "none"
 SCHEDULE = "lakeconnect.schedule"
 POOL = "lakeconnect.pool"
-SCHEDULE_PRESETS = ("@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly",
-                    "@annually", "none")
+
+
+MAX_TASKS = 1024
+"""tasks.max's bound: Kafka Connect has none, but each task is planned and tracked in the driver."""
+MAX_NAME_LENGTH = 200
+"""A connector name's bound: its Airflow DAG id (`lakeconnect__<name>`) must stay within Airflow's 250."""
 
 
 def _valid_name(key: str, value: Any) -> str | None:
-    if value is None or not str(value).strip():
+    """Kafka Connect's rules for a connector name (not empty, no control characters, no '/'), and ours: printable,
+    at most MAX_NAME_LENGTH characters, not '.' or '..' (a name becomes a path segment of the lake's state)."""
+    text = "" if value is None else str(value)
+    if not text.strip():
         return "must not be empty"
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in str(value)):
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text):
         return "must not contain control characters"
-    if "/" in str(value):
+    if "/" in text:
         return "must not contain '/'"
+    if not text.isprintable():
+        return "must be printable text (no format or separator characters)"
+    if len(text) > MAX_NAME_LENGTH:
+        return f"must be at most {MAX_NAME_LENGTH} characters, not {len(text)}"
+    if text.strip() in (".", ".."):
+        return "must not be '.' or '..'"
     return None
 
 
@@ -57,21 +72,6 @@ def valid_pool(key: str, value: Any) -> str | None:
     return None
 
 
-def valid_schedule(key: str, value: Any) -> str | None:
-    """A cron expression (5 fields, or 6 with seconds as Quartz's) or an Airflow preset; checked here so
-    a DAG file never fails to parse on a typo."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    if text.lower() in SCHEDULE_PRESETS:
-        return None
-    fields = text.split()
-    if len(fields) == 5 and all(re.fullmatch(r"[0-9A-Za-z*?/,\-LW#]+", f) for f in fields):
-        return None
-    return (f"'{text}' is neither a cron expression (five fields: minute hour day month weekday) nor one of "
-            f"{', '.join(SCHEDULE_PRESETS)}")
-
-
 def common_config_def(kind: str) -> ConfigDef:
     """Kafka's ConnectorConfig, plus SourceConnectorConfig or SinkConnectorConfig keys."""
     d = ConfigDef()
@@ -79,8 +79,8 @@ def common_config_def(kind: str) -> ConfigDef:
              doc="Globally unique name to use for this connector.")
     d.define(CONNECTOR_CLASS, Type.STRING, importance=Importance.HIGH, group="Common",
              doc="Name or alias of the class for this connector.")
-    d.define(TASKS_MAX, Type.INT, 1, Range.at_least(1), Importance.HIGH, group="Common",
-             doc="Maximum number of tasks to use for this connector.")
+    d.define(TASKS_MAX, Type.INT, 1, Range.between(1, MAX_TASKS), Importance.HIGH, group="Common",
+             doc=f"Maximum number of tasks to use for this connector (at most {MAX_TASKS}).")
     d.define(KEY_CONVERTER, Type.CLASS, None, importance=Importance.LOW, group="Common",
              doc="Converter for record keys; overrides the worker's.")
     d.define(VALUE_CONVERTER, Type.CLASS, None, importance=Importance.LOW, group="Common",
@@ -133,7 +133,7 @@ def common_config_def(kind: str) -> ConfigDef:
         d.define("transaction.boundary.interval.ms", Type.LONG, None, Range.at_least(0), group="Exactly Once Support",
                  doc="KIP-618: with transaction.boundary=interval, how often a task commits its transaction "
                      "(default: 60000).")
-        d.define("offsets.storage.topic", Type.STRING, None, group="Exactly Once Support",
+        d.define("offsets.storage.topic", Type.STRING, None, valid_table_name, group="Exactly Once Support",
                  doc="A connector-specific offsets table name (KIP-618), overriding the worker's.")
     else:
         d.define(TOPICS, Type.LIST, "", group="Common", doc="List of topics to consume, separated by commas.")
@@ -251,7 +251,7 @@ def validate_connector(
     if info is not None:
         definition = definition.merge(info.cls.config_def())
     typed, key_problems = definition.validate(values, strict=False)
-    problems += key_problems
+    problems += [p for p in key_problems if cls_name or p.key != CONNECTOR_CLASS]  # said above already
     warnings = definition.unused(values) if info is not None else []
     config = Config(definition, typed, values)
 

@@ -37,6 +37,25 @@ def has_placeholders(value: str) -> bool:
     return bool(PLACEHOLDER.search(value))
 
 
+def provider_problems(registry: Registry, worker_raw: Mapping[str, str]) -> list[Problem]:
+    """The worker's declared providers that cannot be loaded: each named in `config.providers` needs a class
+    (`config.providers.<name>.class`, unless it is a built-in name) that is an installed provider."""
+    problems = []
+    for name in (n.strip() for n in str(worker_raw.get("config.providers", "")).split(",")):
+        if not name:
+            continue
+        key = f"config.providers.{name}.class"
+        cls = worker_raw.get(key) or BUILTIN_PROVIDERS.get(name)
+        if not cls:
+            problems.append(Problem(key, "missing: every provider named in config.providers needs its class"))
+            continue
+        try:
+            registry.get(PluginKind.CONFIG_PROVIDER, str(cls), key=key)
+        except ConfigError as e:
+            problems.extend(e.problems)
+    return problems
+
+
 class ConfigResolver:
     def __init__(self, registry: Registry, worker_raw: Mapping[str, str]):
         self.registry = registry

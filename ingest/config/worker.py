@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ingest.config.configdef import Config, ConfigDef, Importance, Type, ValidString
+from ingest.config.configdef import Config, ConfigDef, Importance, Type, ValidString, valid_table_name
 from ingest.config.loader import load_properties_file
+from ingest.config.schedule import valid_schedule
 from ingest.errors import ConfigError, Problem
 
 WORKER_ENV = "LAKECONNECT_WORKER"
@@ -72,12 +73,12 @@ def worker_config_def() -> ConfigDef:
     d = ConfigDef()
     d.define(LAKE_ROOT, Type.STRING, "./lake", importance=Importance.HIGH, group="Lake",
              doc="Where topics and state tables live: a directory, or a URI (s3://bucket/prefix).")
-    d.define(OFFSET_STORAGE_TOPIC, Type.STRING, "connect-offsets", importance=Importance.HIGH, group="Lake",
+    d.define(OFFSET_STORAGE_TOPIC, Type.STRING, "connect-offsets", valid_table_name, importance=Importance.HIGH, group="Lake",
              doc="Name of the source offsets table under <lake.root>/_connect. Reuse one to resume a "
                  "re-created connector of the same name, as MSK Connect allows.")
-    d.define(CONFIGS_TABLE, Type.STRING, "connect-configs", group="Lake", doc="Name of the connector configs table.")
-    d.define(STATUS_TABLE, Type.STRING, "connect-status", group="Lake", doc="Name of the status table.")
-    d.define(RUNS_TABLE, Type.STRING, "connect-runs", group="Lake", doc="Name of the batch runs table.")
+    d.define(CONFIGS_TABLE, Type.STRING, "connect-configs", valid_table_name, group="Lake", doc="Name of the connector configs table.")
+    d.define(STATUS_TABLE, Type.STRING, "connect-status", valid_table_name, group="Lake", doc="Name of the status table.")
+    d.define(RUNS_TABLE, Type.STRING, "connect-runs", valid_table_name, group="Lake", doc="Name of the batch runs table.")
     d.define(LOCKS_DIR, Type.STRING, None, group="Lake",
              doc="Directory of the leases that keep one run per connector task (an exclusive flock per task). "
                  "Default: <lake.root>/_locks. A lake on an object store (s3://...) cannot hold them: give a "
@@ -92,7 +93,7 @@ def worker_config_def() -> ConfigDef:
              doc="Default converter for record values; connectors may override it.")
     d.define(HEADER_CONVERTER, Type.CLASS, "org.apache.kafka.connect.storage.SimpleHeaderConverter",
              group="Converters", doc="Default converter for header values.")
-    d.define(MAINTENANCE_SCHEDULE, Type.STRING, "0 3 * * *", group="Lake",
+    d.define(MAINTENANCE_SCHEDULE, Type.STRING, "0 3 * * *", valid_schedule, group="Lake",
              doc="When Airflow's lakeconnect__maintenance DAG runs `lakeconnect maintenance run` (cron or preset; "
                  "none: only when triggered): topic retention and compaction, merged files, checkpoints, vacuum "
                  "and state history.")

@@ -25,7 +25,8 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from ingest.config.configdef import secret_values
 from ingest.config.connector import valid_schedule
 from ingest.config.worker import MAINTENANCE_SCHEDULE
-from ingest.orchestration.specs import ConnectorSpec, Environment, load_specs, topic_uri
+from ingest.orchestration.specs import (MAINTENANCE_DAG, ConnectorSpec, Environment,
+                                        dag_id, load_specs, topic_uri)
 
 log = logging.getLogger("lakeconnect.airflow")
 
@@ -34,12 +35,7 @@ PAUSE, RESUME, RESET = "pause", "resume", "reset_offsets"
 ACTIONS = (UNTIL_CAUGHT_UP, RUN_ONCE, SNAPSHOT, PAUSE, RESUME, RESET)
 RUNS = (UNTIL_CAUGHT_UP, RUN_ONCE, SNAPSHOT)
 RETRIABLE_EXIT_CODES = (75, 3)  # RetriableError (EX_TEMPFAIL); another run holds the lease
-DAG_PREFIX = "lakeconnect__"
 START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
-
-
-def dag_id(name: str) -> str:
-    return DAG_PREFIX + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 def topic_asset(environment: Environment, topic: str) -> Asset:
@@ -249,7 +245,6 @@ def connector_dag(environment: Environment, spec: ConnectorSpec) -> DAG:
     return dag
 
 
-MAINTENANCE_DAG = f"{DAG_PREFIX}maintenance"
 
 
 def run_maintenance(environment: Environment) -> list[dict[str, Any]]:
@@ -296,7 +291,17 @@ def build_dags(environment: Environment | None = None) -> dict[str, DAG]:
     specs, problems = load_specs(environment)
     for problem in problems:
         log.warning(problem)
-    dags = {dag.dag_id: dag for dag in (connector_dag(environment, spec) for spec in specs.values())}
+    dags: dict[str, DAG] = {}
+    for spec in specs.values():  # one connector's DAG failing never takes the others with it
+        wanted = dag_id(spec.name)
+        if wanted in dags:
+            log.warning(f"connector '{spec.name}' has the DAG id {wanted} of another connector; it is left out "
+                        "(rename one of them)")
+            continue
+        try:
+            dags[wanted] = connector_dag(environment, spec)
+        except Exception as e:  # noqa: BLE001 - Airflow's own checks (an id too long, ...) raise their types
+            log.warning(f"connector '{spec.name}' cannot have a DAG and is left out: {type(e).__name__}: {e}")
     problem = valid_schedule(MAINTENANCE_SCHEDULE, environment.maintenance_schedule)
     if problem and environment.maintenance_schedule.strip().lower() != "none":
         log.warning(f"worker key {MAINTENANCE_SCHEDULE}: {problem}; the maintenance DAG is left out")

@@ -23,6 +23,14 @@ from ingest.config.worker import (CONFIGS_TABLE, FILE_CONNECTORS_ENABLE, LAKE_RO
                                   WORKER_ENV, parse_worker, storage_options)
 from ingest.errors import ConfigError
 
+DAG_PREFIX = "lakeconnect__"
+MAINTENANCE_DAG = f"{DAG_PREFIX}maintenance"
+
+
+def dag_id(name: str) -> str:
+    """The Airflow DAG id of connector `name`: Airflow allows letters, digits, '_', '.' and '-' in it."""
+    return DAG_PREFIX + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
 log = logging.getLogger("lakeconnect.orchestration")
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -15,9 +15,11 @@ from typing import Any
 from ingest.api import TaskContext
 from ingest.config.configdef import Config, mask, secret_values
 from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX, ConnectorSetup, validate_connector
+from ingest.config.providers import provider_problems
 from ingest.config.worker import (CONFIGS_TABLE, LAKE_ROOT, LOCKS_DIR, OFFSET_STORAGE_TOPIC, RUNS_TABLE, STATUS_TABLE,
                                   spark_settings, storage_options)
 from ingest.errors import ConfigError, LakeConnectError, Problem, StateError
+from ingest.orchestration.specs import MAINTENANCE_DAG, dag_id
 from ingest.registry import Registry, default_registry
 from ingest.runtime import secrets
 from ingest.runtime.lease import Lease
@@ -43,6 +45,9 @@ class Worker:
     def __init__(self, config: Config, registry: Registry | None = None):
         self.config = config
         self.registry = registry or default_registry()
+        problems = provider_problems(self.registry, config.originals)
+        if problems:
+            raise ConfigError(problems, source="the worker configuration")
         self.lake_root = str(config[LAKE_ROOT]).rstrip("/")
         self.storage_options = storage_options(config)
         self.stores = Stores.open(self.lake_root, configs=config[CONFIGS_TABLE], offsets=config[OFFSET_STORAGE_TOPIC],
@@ -71,10 +76,23 @@ class Worker:
         if self.stores.configs.get(name) is not None:
             raise ConfigError([Problem("name", f"connector '{name}' already exists; use `connectors update`")],
                               source=source)
+        self._check_dag_id(name, source)
         _warn_unused(name, self.validate(raw, source=source))
         version = self.stores.configs.put(name, raw, RUNNING)
         self.stores.status.set(name, CONNECTOR_TASK, UNASSIGNED, worker_id=self.worker_id)
         return version
+
+    def _check_dag_id(self, name: str, source: str | None) -> None:
+        """Each connector has an Airflow DAG of its own: a name whose DAG id another connector's (or the
+        maintenance DAG's) already is would shadow it, so it is refused."""
+        wanted = dag_id(name)
+        taken = {dag_id(other): other for other in self.stores.configs.list()}
+        taken[MAINTENANCE_DAG] = "the lake's maintenance DAG"
+        if wanted in taken:
+            owner = taken[wanted]
+            owner = owner if owner.startswith("the lake") else f"connector '{owner}'"
+            raise ConfigError([Problem("name", f"'{name}' would have the Airflow DAG id '{wanted}', which is "
+                                               f"{owner}'s; choose another name")], source=source)
 
     def update(self, name: str, raw: Mapping[str, str], *, source: str | None = None) -> int:
         _warn_unused(name, self.validate(raw, source=source))

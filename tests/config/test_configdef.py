@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from ingest.config.configdef import (HIDDEN, ConfigDef, Importance, Password, Range, Type, ValidRegex, ValidString,
@@ -76,5 +78,48 @@ def test_passwords_in_urls_are_masked_and_known_to_the_scrubber():
 
 
 def test_int_overflow_is_an_error():
-    with pytest.raises(ConfigError, match="does not fit in a int"):
+    with pytest.raises(ConfigError, match="out of range for a 32-bit integer"):
         definition().parse({"connection.url": "u", "batch.max.rows": str(2**40)})
+
+
+def test_schedules_are_checked_field_by_field():
+    from ingest.config.schedule import valid_schedule
+
+    for good in ("0 3 * * *", "*/15 0-23/2 1,15 JAN-MAR MON-FRI", "0 0 L * *", "0 0 * * 5#3", "@daily", "none"):
+        assert valid_schedule("k", good) is None, good
+    for bad, words in (("61 25 * * *", "minute field '61' has 61, outside 0-59"),
+                       ("0 3 * * 8", "day-of-week field '8' has 8, outside 0-7"),
+                       ("0 3 * * */0", "invalid step '/0'"), ("0 3 32 * *", "outside 1-31"),
+                       ("0 3 * FOO *", "'FOO', which is not a number or a name"),
+                       ("every night", "neither a cron expression")):
+        assert words in valid_schedule("k", bad), bad
+
+
+def test_table_names_stay_inside_their_directory():
+    from ingest.config.configdef import valid_table_name
+
+    assert valid_table_name("k", "connect-offsets") is None and valid_table_name("k", "a.b_c-1") is None
+    for bad in ("../../../..escaped", "..", ".", "a/b", "", "x" * 250, "a b"):
+        assert "is not a valid table name" in valid_table_name("k", bad), bad
+
+
+def test_json_bodies_are_refused_with_a_reason():
+    from ingest.config.loader import parse_json
+
+    for text, words in (('{"mode": "bulk", "mode": "timestamp"}', "duplicate key 'mode'"),
+                        ("[" * 100_000, "nested more than 64 levels deep"),
+                        ("[" * 70 + "]" * 70, "nested more than 64 levels deep"),
+                        ('{"n": ' + "9" * 5000 + "}", "more than 4300 digits"),
+                        ('{"s": "\\ud800"}', "lone surrogate"), (b'{"s": "\xff"}', "not UTF-8"),
+                        ('{"a": 1', "malformed JSON at line 1")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            parse_json(text)
+    assert parse_json('{"a": [1, {"b": "\\u00e9"}]}') == {"a": [1, {"b": "é"}]}
+
+
+def test_a_malformed_unicode_escape_in_a_properties_file_names_its_line():
+    from ingest.config.loader import parse_properties
+
+    assert parse_properties("a=\\u00e9\\tb\nc=x\\\n  y\n", source="s") == {"a": "é\tb", "c": "xy"}
+    with pytest.raises(ConfigError, match=r"line 3: malformed \\uxxxx escape '\\u12zz'"):
+        parse_properties("# comment\nconnector.class=JdbcSource\nname=esc\\u12zz\n", source="s")

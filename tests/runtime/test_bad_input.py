@@ -91,3 +91,19 @@ def test_topic_partition_count_conflict(tmp_path, worker_file):
 def test_unknown_connector_name(worker_file):
     r = cli("run", "ghost", worker=worker_file)
     _check(r, "connector 'ghost' not found")
+
+
+def test_names_that_would_share_an_airflow_dag_are_refused(tmp_path, worker_file, lake):
+    def create(name: str):
+        config = {"name": name, "connector.class": "FileStreamSource", "file": "/etc/hostname", "topic": "t"}
+        return cli("connectors", "create", _file(tmp_path, json.dumps(config)), worker=worker_file)
+
+    assert create("orders feed").returncode == 0
+    _check(create("orders_feed"), "name: 'orders_feed' would have the Airflow DAG id 'lakeconnect__orders_feed', "
+                                  "which is connector 'orders feed''s")
+    _check(create("maintenance"), "which is the lake's maintenance DAG's")
+    for name, words in (("x" * 201, "at most 200 characters, not 201"), ("..", "must not be '.' or '..'"),
+                        ("a\u2028b", "must be printable")):
+        _check(create(name), words)
+    r = cli("connectors", "list", worker=worker_file)
+    assert r.returncode == 0 and "orders feed" in r.stdout and "orders_feed" not in r.stdout
