@@ -410,8 +410,13 @@ def is_secret_key(name: str, definition: ConfigDef | None = None) -> bool:
     if definition is not None and name in definition.keys:
         return definition.keys[name].type is Type.PASSWORD
     lowered = name.lower()
+    if lowered.endswith(_NOT_SECRET_ENDINGS):  # credentials.source, credentials.provider.class: names, not secrets
+        return False
     return any(w in lowered for w in ("password", "secret", "token", "credential", "sasl.jaas.config", "api.key",
                                       "user.info"))  # a registry's basic.auth.user.info: user:password
+
+
+_NOT_SECRET_ENDINGS = (".class", ".source", ".provider", ".type", ".enable", ".enabled", ".location", ".mode")
 
 
 def mask(raw: Mapping[str, Any], definition: ConfigDef | None = None) -> dict[str, str]:

@@ -292,10 +292,22 @@ class ConnectApi:
             self._create(name, config)
             return Response(201, dict(self._info(name), tasks=[]))
         definition = self._connector_definition(config)
+        kept = []
         for key, value in config.items():  # a value sent back as GET showed it means "keep the secret"
             stored = current["config"].get(key)
             if stored is not None and value != stored and value == masked_value(key, stored, definition):
                 config[key] = stored
+                kept.append(key)
+        moved = [k for k in config if _TARGET_KEY.search(k) and config[k] != current["config"].get(k)]
+        moved += [k for k in current["config"] if _TARGET_KEY.search(k) and k not in config]
+        for key in kept:
+            # A stored secret goes only where it went: else whoever may edit a connector could point it at a
+            # server of theirs and receive the password. Its target: the keys of its client (the connector's
+            # own, a converter's, a client override's).
+            changed = next((k for k in moved if _client_of(k) == _client_of(key)), None)
+            if changed:
+                raise RestError(400, f"{key}: sent as {HIDDEN}, but where the connector connects changed "
+                                     f"({changed}); send the secret itself again to use it with the new target")
         _register_secrets(config, definition)
         try:
             self.worker.update(name, config)
@@ -384,6 +396,21 @@ def _json_body(body: bytes) -> Any:
         return parse_json(body)
     except ValueError as e:
         raise RestError(400, f"request body: {e}") from None
+
+
+# Keys that say where a connector sends its credentials: URLs, hosts, ports, endpoints, buckets, brokers.
+_TARGET_KEY = re.compile(r"(?:^|\.)(?:url|urls|uri|hostname|host|hosts|port|endpoint|bucket\.name|bootstrap\.servers|"
+                         r"region|servers?|address)$")
+
+
+_CLIENT_PREFIX = re.compile(r"^(?:(?:key|value|header)\.converter\.|(?:producer|consumer|admin)\.override\.|"
+                            r"(?:transforms|predicates)\.[^.]+\.)")
+
+
+def _client_of(key: str) -> str:
+    """Which client a key configures: a converter's, a client override's, a transform's, else the connector's."""
+    m = _CLIENT_PREFIX.match(key)
+    return m.group(0) if m else ""
 
 
 def _config_map(body: bytes) -> dict[str, str]:

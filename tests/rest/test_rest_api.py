@@ -181,6 +181,47 @@ def test_passwords_inside_urls_are_masked_and_kept(worker_file):
     assert shown["value.converter.schema.registry.url"] == masked
 
 
+def test_a_hidden_secret_is_kept_only_for_the_same_target(rest, worker_file):
+    """Sending `[hidden]` back keeps the stored secret only while the connector still connects where it did:
+    else whoever may edit a connector could point it at a server of theirs and receive the secret."""
+    assert rest.call("PUT", "/connectors/s3sink-field/config", _s3_config())[0] == 201
+    status, shown = rest.call("GET", "/connectors/s3sink-field/config")
+    assert shown["aws.secret.access.key"] == "[hidden]"
+    for moved in ({"s3.bucket.name": "attacker-bucket"}, {"store.url": "http://203.0.113.9:9000"},
+                  {"s3.region": "eu-west-1"}):
+        status, error = rest.call("PUT", "/connectors/s3sink-field/config", dict(shown, **moved))
+        assert status == 400, error
+        assert error["message"] == (f"aws.secret.access.key: sent as [hidden], but where the connector connects "
+                                    f"changed ({next(iter(moved))}); send the secret itself again to use it with "
+                                    "the new target")
+        assert _stored_plain(worker_file, "s3sink-field")["s3.bucket.name"] == _s3_config()["s3.bucket.name"]
+    # the secret itself, sent again, goes with the new target; an edit elsewhere keeps it as before
+    status, _ = rest.call("PUT", "/connectors/s3sink-field/config",
+                          dict(shown, **{"s3.bucket.name": "other-bucket", "aws.secret.access.key": "N3w-secret"}))
+    assert status == 200
+    assert rest.call("PUT", "/connectors/s3sink-field/config", dict(shown, **{
+        "s3.bucket.name": "other-bucket", "flush.size": "9"}))[0] == 200
+    stored = _stored_plain(worker_file, "s3sink-field")
+    assert (stored["aws.secret.access.key"], stored["flush.size"]) == ("N3w-secret", "9")
+    # a converter's target is its own: a new registry does not move the store's secret, but it does the
+    # registry's credentials
+    avro = {"value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": "http://127.0.0.1:9/registry",
+            "value.converter.basic.auth.credentials.source": "USER_INFO",
+            "value.converter.basic.auth.user.info": "reader:Regi5try-pw"}
+    assert rest.call("PUT", "/connectors/s3sink-field/config", dict(shown, **{
+        "s3.bucket.name": "other-bucket", **avro}))[0] == 200
+    status, shown = rest.call("GET", "/connectors/s3sink-field/config")
+    elsewhere = dict(shown, **{"value.converter.schema.registry.url": "http://203.0.113.9:8081"})
+    status, error = rest.call("PUT", "/connectors/s3sink-field/config", elsewhere)
+    assert status == 400 and error["message"].startswith("value.converter.basic.auth.user.info: sent as [hidden]")
+    elsewhere["value.converter.basic.auth.user.info"] = "reader:0ther-pw"
+    assert rest.call("PUT", "/connectors/s3sink-field/config", elsewhere)[0] == 200
+    stored = _stored_plain(worker_file, "s3sink-field")
+    assert (stored["aws.secret.access.key"], stored["value.converter.basic.auth.user.info"]) == (
+        "N3w-secret", "reader:0ther-pw")
+
+
 def _stored_plain(worker: Path, name: str) -> dict:
     from ingest.config.worker import load_worker
     from ingest.runtime.worker import Worker
