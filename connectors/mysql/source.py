@@ -62,7 +62,8 @@ class MySqlConnector(SourceConnector):
             conn = binlog.connect(settings)
             try:
                 with conn.cursor() as cur:
-                    cur.execute(f"INSERT INTO `{db}`.`{name}` (id, type, data) VALUES (%s, %s, %s)",
+                    cur.execute(f"INSERT INTO {binlog.quote(db)}.{binlog.quote(name)} (id, type, data) "
+                                "VALUES (%s, %s, %s)",
                                 (signal_id, kind, json.dumps({"data-collections": collections,
                                                               "type": "incremental"})))
             finally:

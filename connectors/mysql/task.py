@@ -320,9 +320,9 @@ class MySqlSourceTask(SourceTask):
                     f"table {name} has no primary key: an incremental snapshot reads it in key order; add a "
                     f"primary key, or name its key columns in {C.MESSAGE_KEY_COLUMNS} (the table was skipped)")
                 continue
-            cols = ", ".join(_q(layout.columns[i].name) for i in key)
-            cur.execute(f"SELECT {cols} FROM {_q(db)}.{_q(table)} ORDER BY "
-                        + ", ".join(f"{_q(layout.columns[i].name)} DESC" for i in key) + " LIMIT 1")
+            cols = ", ".join(binlog.quote(layout.columns[i].name) for i in key)
+            cur.execute(f"SELECT {cols} FROM {binlog.quote(db)}.{binlog.quote(table)} ORDER BY "
+                        + ", ".join(f"{binlog.quote(layout.columns[i].name)} DESC" for i in key) + " LIMIT 1")
             top = cur.fetchone()
             if top is None:
                 self.context.log.info(f"incremental snapshot of {name}: the table is empty")
@@ -335,7 +335,7 @@ class MySqlSourceTask(SourceTask):
         db, _, table = current["id"].partition(".")
         layout = self.layout(cur, db, table)
         key = self._events(layout).key_positions
-        names = [_q(layout.columns[i].name) for i in key]
+        names = [binlog.quote(layout.columns[i].name) for i in key]
         row = "(" + ", ".join(names) + ")" if len(names) > 1 else names[0]
         lit = lambda values: ("(" + ", ".join(self._conn.escape(v) for v in values) + ")"  # noqa: E731
                               if len(values) > 1 else self._conn.escape(values[0]))
@@ -345,7 +345,7 @@ class MySqlSourceTask(SourceTask):
         self._watermark(inc.WINDOW_OPEN, now_ms)
         for _ in range(int(self.config[C.CHUNKS_PER_BATCH])):
             where = " AND ".join(([f"{row} > {lit(lo)}"] if lo is not None else []) + [upper])
-            cur.execute(f"SELECT {', '.join(names)} FROM {_q(db)}.{_q(table)} WHERE {where} ORDER BY "
+            cur.execute(f"SELECT {', '.join(names)} FROM {binlog.quote(db)}.{binlog.quote(table)} WHERE {where} ORDER BY "
                         f"{', '.join(names)} LIMIT 1 OFFSET {size - 1}")
             hit = cur.fetchone()
             if hit is None:
@@ -376,7 +376,7 @@ class MySqlSourceTask(SourceTask):
 
         db, _, table = str(self.config[C.SIGNAL_DATA_COLLECTION]).partition(".")
         cur = self.cursor()
-        cur.execute(f"INSERT INTO {_q(db)}.{_q(table)} (id, type, data) VALUES (%s, %s, %s)",
+        cur.execute(f"INSERT INTO {binlog.quote(db)}.{binlog.quote(table)} (id, type, data) VALUES (%s, %s, %s)",
                     (f"{uuid.uuid4()}-{kind.rsplit('-', 1)[-1]}", kind, json.dumps({"ts_ms": now_ms})))
 
     def _stage_chunks(self, layout: Layout, ranges: list[str], path: str) -> None:
@@ -387,9 +387,9 @@ class MySqlSourceTask(SourceTask):
         for old in (os.listdir(root) if os.path.isdir(root) else []):
             if old.startswith("incremental-"):
                 shutil.rmtree(os.path.join(root, old), ignore_errors=True)
-        cols = ", ".join(c.sql_text(_q(c.name)) for c in layout.columns)
-        source = (f"(SELECT JSON_ARRAY({cols}) AS after, {', '.join(_q(c.name) for c in layout.columns)} "
-                  f"FROM {_q(layout.db)}.{_q(layout.table)}) lc_chunk")
+        cols = ", ".join(c.sql_text(binlog.quote(c.name)) for c in layout.columns)
+        source = (f"(SELECT JSON_ARRAY({cols}) AS after, {', '.join(binlog.quote(c.name) for c in layout.columns)} "
+                  f"FROM {binlog.quote(layout.db)}.{binlog.quote(layout.table)}) lc_chunk")
         try:
             df = self._jdbc().jdbc(self._jdbc_url(), source, predicates=ranges, properties=self._jdbc_properties())
         except Exception as e:  # noqa: BLE001 - Spark's JDBC errors (the URL in them is redacted)
@@ -582,9 +582,9 @@ class MySqlSourceTask(SourceTask):
 
         # snapshot.select.statement.overrides: the table's rows are those of the user's SELECT.
         overrides = C.select_overrides(self.config)
-        queries = [f"SELECT JSON_ARRAY({', '.join(c.sql_text(_q(c.name)) for c in lay.columns)}) FROM "
+        queries = [f"SELECT JSON_ARRAY({', '.join(c.sql_text(binlog.quote(c.name)) for c in lay.columns)}) FROM "
                    + (f"({overrides[f'{lay.db}.{lay.table}']}) AS lakeconnect_override"
-                      if f"{lay.db}.{lay.table}" in overrides else f"{_q(lay.db)}.{_q(lay.table)}")
+                      if f"{lay.db}.{lay.table}" in overrides else f"{binlog.quote(lay.db)}.{binlog.quote(lay.table)}")
                    for lay in layouts]
         spark = self.context.spark
         _register(spark)
@@ -1129,10 +1129,6 @@ def _register(spark) -> None:
         spark.dataSource.register(binlog.BinlogDataSource)
         spark.dataSource.register(binlog.SnapshotDataSource)
         spark._lakeconnect_binlog = True
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _tls_failure(e: Exception) -> bool:

@@ -131,11 +131,12 @@ def test_incremental_snapshot_trigger_writes_the_signal_and_a_bad_table_writes_n
     with admin.begin() as c:
         c.exec_driver_sql(f"CREATE DATABASE {db}")
         c.exec_driver_sql(f"CREATE TABLE {db}.books (id INT PRIMARY KEY, title TEXT)")
-        c.exec_driver_sql(f"CREATE TABLE {db}.signals (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32), data TEXT)")
+        # a name with a backtick in it: the signal's INSERT quotes it as MariaDB quotes identifiers
+        c.exec_driver_sql(f"CREATE TABLE {db}.`sig``nals` (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32), data TEXT)")
     try:
         project.connector("cdc", **connector_config(services, **{
             "database.include.list": db, "table.include.list": f"{db}.books", "topic.prefix": "dagcdc",
-            "signal.data.collection": f"{db}.signals", "lakeconnect.schedule": "none"}))
+            "signal.data.collection": f"{db}.sig`nals", "lakeconnect.schedule": "none"}))
         dag = project.dags()["lakeconnect__cdc"]
         assert dag.schedule is None  # `none`: only when triggered
 
@@ -145,14 +146,14 @@ def test_incremental_snapshot_trigger_writes_the_signal_and_a_bad_table_writes_n
         assert run.state == "failed" and _states(run)["prepare"] == "failed"
         assert f"not captured <db>.<table> names: {db}.nope" in caplog.text
         with admin.begin() as c:
-            assert c.exec_driver_sql(f"SELECT COUNT(*) FROM {db}.signals").scalar() == 0
+            assert c.exec_driver_sql(f"SELECT COUNT(*) FROM {db}.`sig``nals`").scalar() == 0
 
         # The batches themselves are not run here (tests/mysql owns the binlog): marked done.
         run = dag.test(run_conf={"action": "incremental_snapshot", "tables": [f"{db}.books"]},
                        mark_success_pattern=r"task-\d+")
         assert run.state == "success", _states(run)
         with admin.begin() as c:
-            rows = c.exec_driver_sql(f"SELECT id, type, data FROM {db}.signals").all()
+            rows = c.exec_driver_sql(f"SELECT id, type, data FROM {db}.`sig``nals`").all()
         assert [(r[1], json.loads(r[2])) for r in rows] == [
             ("execute-snapshot", {"data-collections": [f"{db}.books"], "type": "incremental"})]
     finally:
