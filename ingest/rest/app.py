@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
+from urllib.parse import unquote
 
 from ingest.config.configdef import (HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, Type, ValidString, format_value,
                                      masked_value, secret_values)
@@ -106,22 +107,24 @@ class ConnectApi:
         if found == routes.NOT_FOUND:
             return _error(404, "HTTP 404 Not Found")
         handler, params = found
+        # what the client sent: echoed back as it is, never hidden (hiding would confirm a guessed secret)
+        sent = [path, unquote(path), body.decode("utf-8", "replace"), *(v for vs in query.values() for v in vs)]
         try:
             with self._lock:
                 return handler(query=query, body=body, **params)
         except RestError as e:
-            return _error(e.status, e.message)
+            return _error(e.status, e.message, sent)
         except ConfigError as e:
-            return _error(400, e.render())
+            return _error(400, e.render(), sent)
         except ConcurrentRunError as e:
-            return _error(409, str(e))
+            return _error(409, str(e), sent)
         except StateError as e:
-            return _error(400, str(e))
+            return _error(400, str(e), sent)
         except LakeConnectError as e:
-            return _error(500, str(e))
+            return _error(500, str(e), sent)
         except Exception as e:  # noqa: BLE001 - the client gets one line; the log gets the trace
             log.exception("REST %s %s failed", method, path)
-            return _error(500, f"unexpected failure: {type(e).__name__}: {e}".split("\n")[0])
+            return _error(500, f"unexpected failure: {type(e).__name__}: {e}".split("\n")[0], sent)
 
     def _registry(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> Response:
         try:
@@ -184,7 +187,7 @@ class ConnectApi:
         if included and self.worker.registry.find_connector(included) != info:
             raise RestError(400, f"Included connector type {included} does not match request type {plugin}")
         raw[CONNECTOR_CLASS] = raw.get(CONNECTOR_CLASS) or plugin
-        _register_secrets(raw, self._definition(info))
+        sent = [body.decode("utf-8", "replace")]  # the client's own values are echoed as sent
         try:
             setup = self.worker.validate(raw)
             problems, warnings = [], setup.warnings
@@ -193,14 +196,15 @@ class ConnectApi:
         definition = self._definition(info)
         errors: dict[str, list[str]] = {}
         for p in problems:  # a problem of the whole config is shown on connector.class, as Kafka does
-            errors.setdefault(p.key or CONNECTOR_CLASS, []).append(secrets.scrub(p.message))
+            key = secrets.scrub(p.key or CONNECTOR_CLASS, sent)  # a key may be made of a value (an alias)
+            errors.setdefault(key, []).append(secrets.scrub(p.message, sent))
         keys = list(definition.keys.values())
         keys += [ConfigKey(k, Type.STRING, None, group="Common") for k in errors if k not in definition]
         configs = [{"definition": _key_info(k), "value": _value_info(k, raw, errors.get(k.name, []), definition)}
                    for k in keys]
         groups = list(dict.fromkeys(k.group for k in keys if k.group))
         # Beyond Kafka's response: keys nothing declares, accepted and ignored as Kafka Connect does.
-        unused = [{"name": w.key, "message": secrets.scrub(w.message)} for w in warnings]
+        unused = [{"name": secrets.scrub(w.key, sent), "message": secrets.scrub(w.message, sent)} for w in warnings]
         return Response(200, {"name": info.class_name, "error_count": sum(len(v) for v in errors.values()),
                               "groups": groups, "configs": configs, "warnings": unused})
 
@@ -375,8 +379,8 @@ class ConnectApi:
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-def _error(status: int, message: str) -> Response:
-    return Response(status, {"error_code": status, "message": secrets.scrub(message)})
+def _error(status: int, message: str, sent: list[str] | None = None) -> Response:
+    return Response(status, {"error_code": status, "message": secrets.scrub(message, sent or ())})
 
 
 def _flag(query: Mapping[str, list[str]], name: str, default: bool) -> bool:

@@ -7,17 +7,24 @@ registered with the scrubber, which replaces it with `[hidden]` in any text that
 from __future__ import annotations
 
 import logging
+import re
+import threading
 from collections.abc import Iterable, Mapping
 
 from ingest.config.configdef import HIDDEN, Config, Password, is_secret_key, url_passwords
 
 _secrets: set[str] = set()
+_pattern: re.Pattern[str] | None = None  # every secret, longest first: one pass over a text scrubs it
+_lock = threading.Lock()
 
 
 def register(values: Iterable[str | None]) -> None:
-    for v in values:
-        if v and len(v) >= 3:  # shorter strings would blank out ordinary words
-            _secrets.add(v)
+    global _pattern
+    new = {v for v in values if v and len(v) >= 3} - _secrets  # shorter strings would blank out ordinary words
+    if new:
+        with _lock:
+            _secrets.update(new)
+            _pattern = None
 
 
 def register_config(resolved: Config, raw: Mapping[str, str]) -> None:
@@ -34,12 +41,20 @@ def register_config(resolved: Config, raw: Mapping[str, str]) -> None:
     register(found)
 
 
-def scrub(text: str | None) -> str | None:
-    if not text:
+def scrub(text: str | None, keep: Iterable[str] = ()) -> str | None:
+    """`text` with every registered secret replaced by `[hidden]`, in one pass whatever their number.
+
+    `keep`: what the reader of the text sent itself (a request's path and body). A secret found in it is
+    left as it is: hiding only the registered ones would tell a caller which of its guesses are secrets."""
+    global _pattern
+    if not text or not _secrets:
         return text
-    for s in sorted(_secrets, key=len, reverse=True):
-        text = text.replace(s, HIDDEN)
-    return text
+    pattern = _pattern
+    if pattern is None:
+        with _lock:
+            pattern = _pattern = re.compile("|".join(re.escape(s) for s in sorted(_secrets, key=len, reverse=True)))
+    sent = [k for k in keep if k]
+    return pattern.sub(lambda m: m.group(0) if any(m.group(0) in k for k in sent) else HIDDEN, text)
 
 
 class ScrubbingFilter(logging.Filter):

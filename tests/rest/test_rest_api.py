@@ -222,6 +222,29 @@ def test_a_hidden_secret_is_kept_only_for_the_same_target(rest, worker_file):
         "N3w-secret", "reader:0ther-pw")
 
 
+def test_errors_never_confirm_a_guessed_secret(rest, tmp_path):
+    """Hiding registered secrets in what a caller sent back to it would tell the caller which guesses are
+    secrets: a guess is echoed as sent, whether it is a stored password or not. A value that came from a config
+    provider (which the caller never sent) stays hidden."""
+    assert rest.call("PUT", "/connectors/s3sink-field/config", _s3_config())[0] == 201
+    for guess in (SECRET, "not-the-secret"):
+        status, error = rest.call("GET", f"/connectors/{guess}/status")
+        assert (status, error["message"]) == (404, f"Connector {guess} not found")
+        plugin = "io.confluent.connect.s3.S3SinkConnector"
+        status, result = rest.call("PUT", f"/connector-plugins/{plugin}/config/validate",
+                                   dict(_s3_config(), **{"flush.size": guess}))
+        [flush] = [c["value"] for c in result["configs"] if c["value"]["name"] == "flush.size"]
+        assert flush["errors"] == [f"expected an integer, got '{guess}'"]
+    secret_file = tmp_path / "size.properties"
+    secret_file.write_text("size=Pr0vided-secret\n")
+    status, result = rest.call("PUT", "/connector-plugins/io.confluent.connect.s3.S3SinkConnector/config/validate",
+                               dict(_s3_config(), **{"flush.size": f"${{file:{secret_file}:size}}",
+                                                     "transforms": f"${{file:{secret_file}:size}}"}))
+    text = json.dumps(result)
+    assert "Pr0vided-secret" not in text and "expected an integer, got '[hidden]'" in text
+    assert "transforms.[hidden].type" in text  # an alias made of the value: the key name is hidden too
+
+
 def _stored_plain(worker: Path, name: str) -> dict:
     from ingest.config.worker import load_worker
     from ingest.runtime.worker import Worker
