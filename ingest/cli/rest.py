@@ -15,11 +15,14 @@ CREDENTIALS_ENV = "LAKECONNECT_REST_CREDENTIALS"
 def cmd_rest(args) -> int:
     from ingest.cli.commands import worker_for
     from ingest.rest.app import ConnectApi
-    from ingest.rest.server import RestServer, load_credentials
+    from ingest.rest.guard import require_authentication
+    from ingest.rest.server import RestServer, load_credentials, parse_listener
 
     credentials_file = args.credentials or os.environ.get(CREDENTIALS_ENV)
     credentials = load_credentials(credentials_file) if credentials_file else None
-    server = RestServer(ConnectApi(worker_for(args)), args.listen, credentials)
+    require_authentication(parse_listener(args.listen)[0], bool(credentials))
+    allowed = [h for h in (args.allowed_hosts or "").split(",") if h.strip()]
+    server = RestServer(ConnectApi(worker_for(args)), args.listen, credentials, allowed_hosts=allowed)
     # SIGTERM (Airflow, systemd, a test) ends the server as Ctrl-C does: requests in flight finish.
     signal.signal(signal.SIGTERM, _interrupt)
     auth = "basic authentication" if credentials else "no authentication"
@@ -44,4 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--credentials", metavar="FILE",
                    help="require basic authentication: a file of user=password lines, as Kafka Connect's "
                         f"PropertyFileLoginModule reads (default: ${CREDENTIALS_ENV})")
+    p.add_argument("--allowed-hosts", metavar="HOSTS",
+                   help="comma-separated host names clients reach the server by, besides the one it listens on and "
+                        "the loopback names (checked against each request's Host header; * for any)")
     p.set_defaults(func=cmd_rest)

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 from ingest.config.loader import load_properties_file
 from ingest.errors import ConfigError, Problem
 from ingest.rest.app import ConnectApi, Response
+from ingest.rest.guard import RequestGuard
 from ingest.runtime import secrets
 
 log = logging.getLogger("lakeconnect")
@@ -45,6 +46,10 @@ def load_credentials(path: str) -> dict[str, str]:
     users = load_properties_file(path)
     if not users:
         raise ConfigError([Problem("credentials", f"{path} has no user=password lines")])
+    empty = [user for user, password in users.items() if not password.strip()]
+    if empty:
+        raise ConfigError([Problem("credentials", f"{path}: user '{empty[0]}' has an empty password; give every "
+                                                  "user a password")])
     secrets.register(users.values())
     return users
 
@@ -52,10 +57,13 @@ def load_credentials(path: str) -> dict[str, str]:
 class RestServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, api: ConnectApi, listener: str = DEFAULT_LISTENER, credentials: dict[str, str] | None = None):
+    def __init__(self, api: ConnectApi, listener: str = DEFAULT_LISTENER, credentials: dict[str, str] | None = None,
+                 allowed_hosts: list[str] | tuple[str, ...] = ()):
         self.api = api
         self.credentials = credentials or {}
-        super().__init__(parse_listener(listener), _Handler)
+        address = parse_listener(listener)
+        self.guard = RequestGuard(address[0], allowed_hosts)
+        super().__init__(address, _Handler)
 
     @property
     def url(self) -> str:
@@ -80,16 +88,32 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def _serve(self) -> None:
-        if not self.server.authorized(self.headers.get("Authorization")):
-            self._send(401, UNAUTHORIZED.encode(), "text/plain")
+        text = (self.headers.get("Content-Length") or "0").strip()
+        if not text.isdigit() or self.headers.get("Transfer-Encoding"):
+            self._refuse(400, "Content-Length must be a non-negative number (and no Transfer-Encoding)")
             return
-        length = int(self.headers.get("Content-Length") or 0)
+        length = int(text)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        refusal = self.server.guard.refusal(self.command, headers, length > 0)
+        if refusal:
+            self._refuse(*refusal)
+            return
+        if not self.server.authorized(self.headers.get("Authorization")):
+            self._refuse(401, UNAUTHORIZED, plain=True)
+            return
         if length > _MAX_BODY:
-            self._send_json(Response(413, {"error_code": 413, "message": "request body too large"}))
+            self._refuse(413, f"request body too large (at most {_MAX_BODY // 2**20} MiB)")
             return
         body = self.rfile.read(length) if length else b""
         url = urlsplit(self.path)
         self._send_json(self.server.api.handle(self.command, url.path, parse_qs(url.query), body))
+
+    def _refuse(self, status: int, message: str, *, plain: bool = False) -> None:
+        """An answer before the body is read: the connection closes, so an unread body is never taken for the
+        next request."""
+        self.close_connection = True
+        payload = message.encode() if plain else json.dumps({"error_code": status, "message": message}).encode()
+        self._send(status, payload, "text/plain" if plain else "application/json", close=True)
 
     do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _serve
 
@@ -101,10 +125,14 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(response.status, json.dumps(response.body).encode(), response.content_type)
 
-    def _send(self, status: int, payload: bytes, content_type: str | None) -> None:
+    def _send(self, status: int, payload: bytes, content_type: str | None, *, close: bool = False) -> None:
         self.send_response(status)
         if content_type:
             self.send_header("Content-Type", content_type)
+        if status == 401:
+            self.send_header("WWW-Authenticate", 'Basic realm="lakeconnect"')
+        if close:
+            self.send_header("Connection", "close")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)

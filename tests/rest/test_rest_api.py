@@ -352,3 +352,73 @@ def test_basic_authentication(worker_file, tmp_path):
         assert server.call("GET", "/connectors", user="kate:w0rd") == (200, [])
     finally:
         assert "p4ss" not in server.stop()
+
+
+def _raw(rest: Rest, request: bytes) -> bytes:
+    """`request` sent as it is on one connection; everything the server answers until it closes."""
+    import socket
+
+    host, port = rest.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(request)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_web_pages_and_foreign_hosts_are_refused(rest, worker_file):
+    """A page in an operator's browser can POST text/plain to 127.0.0.1 without a preflight, and after a DNS
+    rebinding read answers under its own host name: both are refused before anything happens."""
+    form = json.dumps({"name": "evil", "config": _s3_config()}).encode()
+    request = urllib.request.Request(rest.url + "/connectors", data=form, method="POST",
+                                     headers={"Content-Type": "text/plain"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(request, timeout=30)
+    assert e.value.code == 415 and "must be JSON" in json.loads(e.value.read())["message"]
+    for headers, words in (({"Origin": "https://evil.example"}, "cross-origin requests are not allowed"),
+                           ({"Origin": "null"}, "cross-origin requests are not allowed"),
+                           ({"Host": "evil.example:8083"}, "Host 'evil.example:8083' is not a name of this server")):
+        request = urllib.request.Request(rest.url + "/connectors", data=form, method="POST",
+                                         headers={"Content-Type": "application/json", **headers})
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(request, timeout=30)
+        assert e.value.code == 403 and words in json.loads(e.value.read())["message"], headers
+    assert rest.call("GET", "/connectors") == (200, [])
+    # the server's own origin (a UI served by it) and plain clients pass
+    request = urllib.request.Request(rest.url + "/connectors", headers={"Origin": rest.url})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        assert r.status == 200
+
+    # a Content-Length that is not a length is refused; a refused request's body is never read as a request
+    answer = _raw(rest, b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400") and b"Connection: close" in answer
+    smuggled = b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    answer = _raw(rest, b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+                        b"Content-Length: %d\r\n\r\n%s" % (len(smuggled), smuggled))
+    assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 415")
+
+
+def test_the_network_needs_credentials_and_named_hosts(worker_file, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "ingest", "--worker", str(worker_file), "rest", "--listen",
+                        "http://0.0.0.0:0"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "listening on 0.0.0.0 (beyond this machine) needs basic authentication" in r.stderr
+    credentials = tmp_path / "credentials.properties"
+    credentials.write_text("mickael=\n")
+    r = subprocess.run([sys.executable, "-m", "ingest", "--worker", str(worker_file), "rest", "--credentials",
+                        str(credentials)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "user 'mickael' has an empty password" in r.stderr
+    credentials.write_text("mickael=p4ss\n")
+    server = Rest(worker_file, "--credentials", str(credentials), "--allowed-hosts", "connect.internal")
+    try:
+        answer = _raw(server, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 401") and b'WWW-Authenticate: Basic realm="lakeconnect"' in answer
+        auth = base64.b64encode(b"mickael:p4ss")
+        answer = _raw(server, b"GET / HTTP/1.1\r\nHost: connect.internal:8083\r\nAuthorization: Basic %s\r\n"
+                              b"Connection: close\r\n\r\n" % auth)
+        assert answer.startswith(b"HTTP/1.1 200")
+        answer = _raw(server, b"GET / HTTP/1.1\r\nHost: other.internal\r\nAuthorization: Basic %s\r\n\r\n" % auth)
+        assert answer.startswith(b"HTTP/1.1 403")
+    finally:
+        server.stop()
