@@ -345,8 +345,8 @@ class MySqlSourceTask(SourceTask):
         self._watermark(inc.WINDOW_OPEN, now_ms)
         for _ in range(int(self.config[C.CHUNKS_PER_BATCH])):
             where = " AND ".join(([f"{row} > {lit(lo)}"] if lo is not None else []) + [upper])
-            cur.execute(f"SELECT {', '.join(names)} FROM {binlog.quote(db)}.{binlog.quote(table)} WHERE {where} ORDER BY "
-                        f"{', '.join(names)} LIMIT 1 OFFSET {size - 1}")
+            cur.execute(f"SELECT {', '.join(names)} FROM {binlog.quote(db)}.{binlog.quote(table)} WHERE {where} "
+                        f"ORDER BY {', '.join(names)} LIMIT 1 OFFSET {size - 1}")
             hit = cur.fetchone()
             if hit is None:
                 ranges.append(where)

@@ -12,7 +12,7 @@ from typing import Any
 from ingest.api import ExactlyOnceSupport
 from ingest.config.configdef import (Config, ConfigDef, Importance, Range, Type, ValidRegex, ValidString,
                                      valid_table_name)
-from ingest.config.providers import ConfigResolver
+from ingest.config.providers import ConfigResolver, has_placeholders
 from ingest.config.schedule import valid_schedule
 from ingest.config.topic_configs import topic_configs
 from ingest.config.worker import (EXACTLY_ONCE_SOURCE_SUPPORT, FILE_CONNECTORS_ENABLE, HEADER_CONVERTER,
@@ -213,6 +213,9 @@ def _topic_creation_problems(values: Mapping[str, Any]) -> list[Problem]:
     return []
 
 
+_NO_PLACEHOLDERS = frozenset({NAME, CONNECTOR_CLASS, "transforms", "predicates"})
+
+
 def validate_connector(
     raw: Mapping[str, str],
     worker: Config,
@@ -224,9 +227,15 @@ def validate_connector(
     """Validate a connector config against everything it names; raise one ConfigError with all problems."""
     problems: list[Problem] = []
     values = dict(raw)
+    # Keys whose values name other keys or plugins take no placeholder: a value from a provider would become
+    # key names and messages ("transforms.<the secret>.type: missing").
+    provided = {k for k, v in raw.items() if isinstance(v, str) and has_placeholders(v)}
+    for key in sorted(provided & _NO_PLACEHOLDERS):
+        problems.append(Problem(key, "takes no ${provider:...} placeholder: it names keys or plugins"))
+        values[key] = ""
     if resolve:
         try:
-            values = ConfigResolver(registry, worker.originals).resolve(raw, source=source)
+            values = ConfigResolver(registry, worker.originals).resolve(values, source=source)
         except ConfigError as e:
             problems += e.problems
         # A value that came from a provider is a secret wherever it may be echoed (a type error, say).
@@ -313,6 +322,13 @@ def validate_connector(
             key, _, rest = message.partition(": ")
             problems.append(Problem(key, rest) if rest and key in definition else Problem(None, message))
     if problems:
+        # A value from a provider never reaches a message: what is wrong with it is said without it.
+        refused = provided & _NO_PLACEHOLDERS
+        problems = [Problem(p.key, f"the value {raw[p.key]} resolves to one that is not valid here (not shown: it "
+                                   "comes from a config provider)")
+                    if p.key in provided and p.key not in refused and "cannot resolve" not in p.message
+                    and "config provider" not in p.message else p
+                    for p in problems if p.key not in refused or "takes no" in p.message]
         raise ConfigError(problems, source=source, warnings=warnings)
     return ConnectorSetup(
         name=typed[NAME], info=info, config=config, raw=dict(raw),

@@ -1,9 +1,10 @@
 """`${provider:path:key}` placeholders, resolved through config-provider plugins (Kafka's ConfigProvider).
 
 The worker names its providers as Kafka's does (`config.providers=file`,
-`config.providers.file.class=…FileConfigProvider`, `config.providers.file.param.*`). The providers
-`env`, `file` and `directory` are always available under those names. Values are resolved only when a
-connector runs; stored and displayed configs keep the placeholder, so secrets stay out of state tables.
+`config.providers.file.class=…FileConfigProvider`, `config.providers.file.param.*`); a connector may use
+only those (`env`, `file` and `directory` need no class). The file and directory providers read only below
+their `allowed.paths` (KIP-993), regular files of at most 1 MiB. Stored and displayed configs keep the
+placeholder, so secrets stay out of state tables; a validation message never shows a resolved value.
 """
 
 from __future__ import annotations
@@ -60,10 +61,12 @@ class ConfigResolver:
     def __init__(self, registry: Registry, worker_raw: Mapping[str, str]):
         self.registry = registry
         names = [n.strip() for n in worker_raw.get("config.providers", "").split(",") if n.strip()]
-        self._classes = dict(BUILTIN_PROVIDERS)
+        # Only the providers the worker declares, as Kafka's worker (a connector config naming another is refused:
+        # since CVE-2024-31141 Kafka itself lets the worker limit them)
+        self._classes: dict[str, str] = {}
         self._params: dict[str, dict[str, str]] = {}
         for n in names:
-            cls = worker_raw.get(f"config.providers.{n}.class")
+            cls = worker_raw.get(f"config.providers.{n}.class") or BUILTIN_PROVIDERS.get(n)
             if cls:
                 self._classes[n] = cls
             prefix = f"config.providers.{n}.param."
@@ -73,8 +76,10 @@ class ConfigResolver:
     def _provider(self, name: str) -> ConfigProvider:
         if name not in self._instances:
             if name not in self._classes:
-                known = ", ".join(sorted(self._classes))
-                raise KeyError(f"unknown config provider '{name}' (known: {known}; declare others in the worker's config.providers)")
+                known = ", ".join(sorted(self._classes)) or "none"
+                raise KeyError(f"unknown config provider '{name}': the worker declares {known}; a connector may use "
+                               "only the providers the worker's config.providers names (e.g. config.providers=file "
+                               "with config.providers.file.param.allowed.paths=/run/secrets)")
             info = self.registry.get(PluginKind.CONFIG_PROVIDER, self._classes[name], key=f"config.providers.{name}.class")
             self._instances[name] = info.cls(self._params.get(name, {}))
         return self._instances[name]

@@ -73,12 +73,16 @@ def worker_config_def() -> ConfigDef:
     d = ConfigDef()
     d.define(LAKE_ROOT, Type.STRING, "./lake", importance=Importance.HIGH, group="Lake",
              doc="Where topics and state tables live: a directory, or a URI (s3://bucket/prefix).")
-    d.define(OFFSET_STORAGE_TOPIC, Type.STRING, "connect-offsets", valid_table_name, importance=Importance.HIGH, group="Lake",
+    d.define(OFFSET_STORAGE_TOPIC, Type.STRING, "connect-offsets", valid_table_name, importance=Importance.HIGH,
+             group="Lake",
              doc="Name of the source offsets table under <lake.root>/_connect. Reuse one to resume a "
                  "re-created connector of the same name, as MSK Connect allows.")
-    d.define(CONFIGS_TABLE, Type.STRING, "connect-configs", valid_table_name, group="Lake", doc="Name of the connector configs table.")
-    d.define(STATUS_TABLE, Type.STRING, "connect-status", valid_table_name, group="Lake", doc="Name of the status table.")
-    d.define(RUNS_TABLE, Type.STRING, "connect-runs", valid_table_name, group="Lake", doc="Name of the batch runs table.")
+    d.define(CONFIGS_TABLE, Type.STRING, "connect-configs", valid_table_name, group="Lake",
+             doc="Name of the connector configs table.")
+    d.define(STATUS_TABLE, Type.STRING, "connect-status", valid_table_name, group="Lake",
+             doc="Name of the status table.")
+    d.define(RUNS_TABLE, Type.STRING, "connect-runs", valid_table_name, group="Lake",
+             doc="Name of the batch runs table.")
     d.define(LOCKS_DIR, Type.STRING, None, group="Lake",
              doc="Directory of the leases that keep one run per connector task (an exclusive flock per task). "
                  "Default: <lake.root>/_locks. A lake on an object store (s3://...) cannot hold them: give a "

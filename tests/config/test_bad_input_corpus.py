@@ -47,7 +47,7 @@ NAMES = {
     "c36_bad_tolerance.json": "errors.tolerance",
     "c38_delta_empty_path.json": "path",
     "c39_filestream_disabled.json": "file.connectors.enable",
-    "c40_missing_secret_file.json": "cannot resolve",
+    "c40_missing_secret_file.json": "connection.password: unknown config provider 'file'",
     "c41_unknown_provider.json": "provider",
     "c44_offsets_table_traversal.json": "offsets.storage.topic",
     "c45_deep_nesting.json": "nested",

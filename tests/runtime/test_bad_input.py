@@ -52,6 +52,8 @@ def test_unresolvable_reference_never_shows_values(tmp_path, worker_file, monkey
     secret_file.write_text("other=hunter2\n")
     config = {"name": "x", "connector.class": "FileStreamSource", "topic": "t",
               "file": f"${{file:{secret_file}:path}}"}
+    worker_file.write_text(worker_file.read_text() + f"config.providers=file\n"
+                                                     f"config.providers.file.param.allowed.paths={tmp_path}\n")
     r = cli("validate", _file(tmp_path, json.dumps(config)), worker=worker_file)
     _check(r, f"cannot resolve ${{file:{secret_file}:path}}: no key 'path'")
     assert "hunter2" not in r.stderr + r.stdout

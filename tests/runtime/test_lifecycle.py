@@ -115,6 +115,7 @@ def test_values_from_providers_never_reach_errors_or_status(tmp_path, lake, work
     config.write_text(json.dumps({"name": "sec", "connector.class": "FileStreamSource", "file": "${env:SRC_FILE}",
                                   "topic": "t"}))
     env = {"SRC_FILE": secret_path}
+    worker_file.write_text(worker_file.read_text() + "config.providers=env\n")
     assert cli("connectors", "create", str(config), worker=worker_file, env=env).returncode == 0
     r = cli("run", "sec", worker=worker_file, env=env)
     assert r.returncode == 1
