@@ -11,6 +11,7 @@ import base64
 import hmac
 import json
 import logging
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -56,6 +57,8 @@ def load_credentials(path: str) -> dict[str, str]:
 
 class RestServer(ThreadingHTTPServer):
     daemon_threads = True
+    max_connections = 64
+    """Connections served at once (a thread each); one more is answered 503 and closed at once."""
 
     def __init__(self, api: ConnectApi, listener: str = DEFAULT_LISTENER, credentials: dict[str, str] | None = None,
                  allowed_hosts: list[str] | tuple[str, ...] = ()):
@@ -63,7 +66,26 @@ class RestServer(ThreadingHTTPServer):
         self.credentials = credentials or {}
         address = parse_listener(listener)
         self.guard = RequestGuard(address[0], allowed_hosts)
+        self._slots = threading.BoundedSemaphore(self.max_connections)
         super().__init__(address, _Handler)
+
+    def process_request(self, request, client_address) -> None:
+        if not self._slots.acquire(blocking=False):
+            body = json.dumps({"error_code": 503, "message": "too many connections; try again"}).encode()
+            try:
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     @property
     def url(self) -> str:
@@ -86,6 +108,7 @@ class RestServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: RestServer
     protocol_version = "HTTP/1.1"
+    timeout = 30  # seconds a connection may take to send a request (or stay idle between two): no slow loris
 
     def _serve(self) -> None:
         text = (self.headers.get("Content-Length") or "0").strip()

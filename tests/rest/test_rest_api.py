@@ -435,3 +435,26 @@ def test_the_network_needs_credentials_and_named_hosts(worker_file, tmp_path):
         assert answer.startswith(b"HTTP/1.1 403")
     finally:
         server.stop()
+
+
+def test_connections_are_bounded(rest):
+    """Each connection holds a thread: beyond RestServer.max_connections (64) half-sent requests, one more is
+    answered 503 at once, and a freed slot serves again. (A half-sent request is dropped after 30 s.)"""
+    import socket
+    import time
+
+    host, port = rest.url.removeprefix("http://").split(":")
+    held = []
+    try:
+        for _ in range(64):
+            s = socket.create_connection((host, int(port)), timeout=10)
+            s.sendall(b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # headers never finished
+            held.append(s)
+        time.sleep(1)
+        answer = _raw(rest, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 503") and b"too many connections" in answer
+    finally:
+        for s in held:
+            s.close()
+    time.sleep(1)
+    assert rest.call("GET", "/connectors") == (200, [])
