@@ -23,6 +23,18 @@ def _stringify(value: Any) -> str | None:
                     type(value).__name__)
 
 
+MAX_CONFIG_KEYS = 1000
+MAX_VALUE_CHARS = 65536
+"""A connector config's bounds: a real one has tens of keys of short values (a long SQL query fits)."""
+
+
+def config_size_problems(config: dict[str, Any]) -> list[Problem]:
+    if len(config) > MAX_CONFIG_KEYS:
+        return [Problem(None, f"a connector config has at most {MAX_CONFIG_KEYS} keys, this one {len(config)}")]
+    return [Problem(str(k)[:100], f"a value has at most {MAX_VALUE_CHARS} characters, this one {len(v)}")
+            for k, v in config.items() if isinstance(v, str) and len(v) > MAX_VALUE_CHARS][:1]
+
+
 def connector_from_json(data: Any, *, source: str, name: str | None = None) -> tuple[str, dict[str, str]]:
     """Accept `{"name": …, "config": {…}}` (POST /connectors) or a flat config (PUT …/config)."""
     if not isinstance(data, dict):
@@ -39,7 +51,7 @@ def connector_from_json(data: Any, *, source: str, name: str | None = None) -> t
             config.setdefault("name", outer_name)
     else:
         config = dict(data)
-    problems: list[Problem] = []
+    problems: list[Problem] = config_size_problems(config)
     out: dict[str, str] = {}
     for key, value in config.items():
         try:

@@ -21,7 +21,7 @@ from urllib.parse import unquote
 from ingest.config.configdef import (HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, Type, ValidString, format_value,
                                      masked_value, secret_values)
 from ingest.config.connector import CONNECTOR_CLASS, NAME, TASKS_MAX, common_config_def
-from ingest.config.loader import parse_json
+from ingest.config.loader import config_size_problems, parse_json
 from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, StateError
 from ingest.registry import PluginInfo, PluginKind
 from ingest.rest import routes
@@ -423,6 +423,9 @@ def _config_map(body: bytes) -> dict[str, str]:
     config = _json_body(body)
     if not isinstance(config, dict):
         raise RestError(400, "expected the connector config as a JSON object of string values")
+    too_big = config_size_problems(config)
+    if too_big:
+        raise RestError(400, str(too_big[0]))
     out = {}
     for key, value in config.items():
         if isinstance(value, (dict, list)):

@@ -59,6 +59,8 @@ NAMES = {
     "c52_offsets_table_slash.json": "offsets.storage.topic: 'a/b' is not a valid table name",
     "c53_lone_surrogate.json": "lone surrogate",
     "c54_name_line_separator.json": "must be printable",
+    "c55_too_many_keys.json": "a connector config has at most 1000 keys",
+    "c56_huge_value.json": "query: a value has at most 65536 characters, this one 70000",
     "w01_no_converters.properties": "key.converter: missing required configuration",
     "w02_blocked_key.properties": "group.id",
     "w03_bad_boolean.properties": "file.connectors.enable",
