@@ -301,27 +301,35 @@ PARCELS = [{"id": 1, "color": "GREEN", "tag": b"abcd", "price": Decimal("1234.50
             "box": {"shade": "RED", "code": b"1234"}}]
 
 
+def _written_back(spark, registry, schema: dict, values: list, name: str, enhanced: bool):
+    """Values confluent-kafka's serializer writes under topic `name`, read by our converter and written again
+    under `<name>-copy`: (the Connect schema read, what their deserializer reads of our copy, the fields of the
+    Avro schema our copy registered)."""
+    client = SchemaRegistryClient({"url": registry})
+    source, copy = f"{name}-{str(enhanced).lower()}", f"{name}-copy-{str(enhanced).lower()}"
+    serialize = AvroSerializer(client, json.dumps(schema))
+    data = [serialize(v, SerializationContext(source, MessageField.VALUE)) for v in values]
+    df = spark.createDataFrame([(source, 0, i, d) for i, d in enumerate(data)],
+                               "topic string, partition int, offset long, value binary")
+    converter = AvroConverter({"schema.registry.url": registry,
+                               "enhanced.avro.schema.support": str(enhanced).lower()}, is_key=False)
+    [(connect, frame)] = converter.to_connect(df, "value")
+    out = converter.from_connect_for(frame, "value", connect, [copy])
+    deserialize = AvroDeserializer(client)
+    read = [deserialize(bytes(r.value), SerializationContext(copy, MessageField.VALUE))
+            for r in out.orderBy("offset").collect()]
+    avro = json.loads(client.get_latest_version(f"{copy}-value").schema.schema_str)
+    return connect, read, {f["name"]: f["type"] for f in avro["fields"]}, converter, copy
+
+
 @pytest.mark.parametrize("enhanced", [True, False])
 def test_enums_and_fixed_read_from_avro_are_written_back_as_confluent_writes_them(spark, registry, enhanced):
     """Read what confluent-kafka's serializer wrote, write it again under another topic, and its deserializer
     gets the same values. Fixed types stay fixed; enums stay enums with enhanced.avro.schema.support=true and
     become annotated strings without it, as AvroData.fromConnectSchema builds them."""
-    client = SchemaRegistryClient({"url": registry})
-    source, copy = f"parcels-{enhanced}", f"parcels-copy-{enhanced}".lower()
-    serialize = AvroSerializer(client, json.dumps(PARCEL))
-    data = [serialize(v, SerializationContext(source, MessageField.VALUE)) for v in PARCELS]
-    df = spark.createDataFrame([(source, 0, i, d) for i, d in enumerate(data)],
-                               "topic string, partition int, offset long, value binary")
-    settings = {"schema.registry.url": registry, "enhanced.avro.schema.support": str(enhanced).lower()}
-    converter = AvroConverter(settings, is_key=False)
-    [(connect, frame)] = converter.to_connect(df, "value")
+    connect, read, fields, converter, copy = _written_back(spark, registry, PARCEL, PARCELS, "parcels", enhanced)
     assert connect.field("tag").schema.params == {"connect.fixed.size": "4"}
-    out = converter.from_connect_for(frame, "value", connect, [copy])
-    written = [bytes(r.value) for r in out.orderBy("offset").collect()]
-    deserialize = AvroDeserializer(client)
-    assert [deserialize(w, SerializationContext(copy, MessageField.VALUE)) for w in written] == PARCELS
-    avro = json.loads(client.get_latest_version(f"{copy}-value").schema.schema_str)
-    fields = {f["name"]: f["type"] for f in avro["fields"]}
+    assert read == PARCELS
     assert (fields["tag"]["type"], fields["tag"]["name"], fields["tag"]["size"]) == ("fixed", "Four", 4)
     assert (fields["price"]["type"], fields["price"]["logicalType"], fields["price"]["precision"]) == (
         "fixed", "decimal", 12)
@@ -372,23 +380,10 @@ def test_unions_read_from_avro_are_written_back_as_confluent_writes_them(spark, 
     unions (each union its branch's index, then that branch's bytes). Values confluent-kafka's serializer wrote
     with unions of every kind (in records, arrays, maps, nested, with records, enums and fixed as branches) are
     read, written again, and its deserializer reads them back the same."""
-    client = SchemaRegistryClient({"url": registry})
-    source, copy = f"shapes-{str(enhanced).lower()}", f"shapes-copy-{str(enhanced).lower()}"
-    serialize = AvroSerializer(client, json.dumps(SHAPES))
-    data = [serialize(v, SerializationContext(source, MessageField.VALUE)) for v in SHAPE_VALUES]
-    df = spark.createDataFrame([(source, 0, i, d) for i, d in enumerate(data)],
-                               "topic string, partition int, offset long, value binary")
-    converter = AvroConverter({"schema.registry.url": registry,
-                               "enhanced.avro.schema.support": str(enhanced).lower()}, is_key=False)
-    [(connect, frame)] = converter.to_connect(df, "value")
+    connect, read, fields, _, _ = _written_back(spark, registry, SHAPES, SHAPE_VALUES, "shapes", enhanced)
     members = [f.name for f in connect.field("any").schema.fields]
     assert members == (["t.Circle", "t.Kind", "t.Two"] if enhanced else ["Circle", "Kind", "Two"])
-    out = converter.from_connect_for(frame, "value", connect, [copy])
-    written = [bytes(r.value) for r in out.orderBy("offset").collect()]
-    deserialize = AvroDeserializer(client)
-    assert [deserialize(w, SerializationContext(copy, MessageField.VALUE)) for w in written] == SHAPE_VALUES
-    avro = json.loads(client.get_latest_version(f"{copy}-value").schema.schema_str)
-    fields = {f["name"]: f["type"] for f in avro["fields"]}
+    assert read == SHAPE_VALUES
     assert fields["either"] == ["int", "string"]  # AvroData's union: null first, then the members in order
     assert fields["maybe"] == ["null", "string", "long"]
 
