@@ -129,12 +129,11 @@ class _Union:
     branches: list[Any]
 
 
-@dataclass(eq=True)
-class _Fixed:
+class _Named:
+    """A named Avro type (record, enum, fixed), known by its full name: `namespace.name`."""
+
     name: str
     namespace: str | None
-    size: int
-    props: dict[str, Any] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:
@@ -142,17 +141,21 @@ class _Fixed:
 
 
 @dataclass(eq=True)
-class _Enum:
+class _Fixed(_Named):
+    name: str
+    namespace: str | None
+    size: int
+    props: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=True)
+class _Enum(_Named):
     name: str
     namespace: str | None
     doc: str | None
     symbols: list[str]
     default: str | None
     props: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def full_name(self) -> str:
-        return self.name if self.namespace is None else f"{self.namespace}.{self.name}"
 
 
 @dataclass(eq=True)
@@ -164,16 +167,12 @@ class _Field:
 
 
 @dataclass(eq=True)
-class _Record:
+class _Record(_Named):
     name: str
     namespace: str | None
     doc: str | None
     fields: list[_Field] = field(default_factory=list)
     props: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def full_name(self) -> str:
-        return self.name if self.namespace is None else f"{self.namespace}.{self.name}"
 
 
 class _FromConnect:
@@ -312,7 +311,7 @@ class _FromConnect:
 
 
 def _union_key(node: Any) -> str:
-    if isinstance(node, (_Record, _Enum, _Fixed)):
+    if isinstance(node, _Named):
         return node.full_name
     if isinstance(node, _Primitive):
         return node.type
@@ -423,7 +422,7 @@ def _to_json(node: Any, names: dict[str, Any], space: str | None) -> Any:
     (relative to the namespace)."""
     if isinstance(node, _Union):
         return [_to_json(b, names, space) for b in node.branches]
-    if isinstance(node, (_Record, _Enum, _Fixed)):
+    if isinstance(node, _Named):
         known = names.get(node.full_name)
         if known is not None:
             if known == node:
