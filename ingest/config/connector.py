@@ -230,7 +230,8 @@ def validate_connector(
     # Keys whose values name other keys or plugins take no placeholder: a value from a provider would become
     # key names and messages ("transforms.<the secret>.type: missing").
     provided = {k for k, v in raw.items() if isinstance(v, str) and has_placeholders(v)}
-    for key in sorted(provided & _NO_PLACEHOLDERS):
+    refused = provided & _NO_PLACEHOLDERS
+    for key in sorted(refused):
         problems.append(Problem(key, "takes no ${provider:...} placeholder: it names keys or plugins"))
         values[key] = ""
     if resolve:
@@ -240,6 +241,7 @@ def validate_connector(
             problems += e.problems
         # A value that came from a provider is a secret wherever it may be echoed (a type error, say).
         secrets.register(v for k, v in values.items() if isinstance(v, str) and v != raw.get(k))
+    about_placeholders = {id(p) for p in problems}  # what is said of the placeholders themselves, no value
 
     cls_name = values.get(CONNECTOR_CLASS)
     info = None
@@ -323,12 +325,10 @@ def validate_connector(
             problems.append(Problem(key, rest) if rest and key in definition else Problem(None, message))
     if problems:
         # A value from a provider never reaches a message: what is wrong with it is said without it.
-        refused = provided & _NO_PLACEHOLDERS
-        problems = [Problem(p.key, f"the value {raw[p.key]} resolves to one that is not valid here (not shown: it "
+        problems = [p if id(p) in about_placeholders or p.key not in provided else
+                    Problem(p.key, f"the value {raw[p.key]} resolves to one that is not valid here (not shown: it "
                                    "comes from a config provider)")
-                    if p.key in provided and p.key not in refused and "cannot resolve" not in p.message
-                    and "config provider" not in p.message else p
-                    for p in problems if p.key not in refused or "takes no" in p.message]
+                    for p in problems if id(p) in about_placeholders or p.key not in refused]
         raise ConfigError(problems, source=source, warnings=warnings)
     return ConnectorSetup(
         name=typed[NAME], info=info, config=config, raw=dict(raw),
