@@ -323,7 +323,7 @@ def check(config) -> list[Problem]:
         problems.append(Problem(SNAPSHOT_MODE, f"unknown snapshot mode '{config[SNAPSHOT_MODE]}'; expected one of "
                                                f"{', '.join(SNAPSHOT_MODES)}"))
     for key in (DATABASE_INCLUDE, DATABASE_EXCLUDE, TABLE_INCLUDE, TABLE_EXCLUDE, COLUMN_INCLUDE, COLUMN_EXCLUDE,
-                SNAPSHOT_INCLUDE):
+                SNAPSHOT_INCLUDE, "column.propagate.source.type", "datatype.propagate.source.type"):
         for pattern in config[key] or []:
             try:
                 re.compile(pattern)

@@ -61,6 +61,7 @@ NAMES = {
     "c54_name_line_separator.json": "must be printable",
     "c55_too_many_keys.json": "a connector config has at most 1000 keys",
     "c56_huge_value.json": "query: a value has at most 65536 characters, this one 70000",
+    "c57_mysql_bad_propagate_regex.json": "column.propagate.source.type: 'inventory.t.(price' is not a regular",
     "w01_no_converters.properties": "key.converter: missing required configuration",
     "w02_blocked_key.properties": "group.id",
     "w03_bad_boolean.properties": "file.connectors.enable",
