@@ -450,8 +450,13 @@ def test_connections_are_bounded(rest):
             s = socket.create_connection((host, int(port)), timeout=10)
             s.sendall(b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # headers never finished
             held.append(s)
-        time.sleep(1)
-        answer = _raw(rest, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        # the server takes the 64 connections as fast as it can start their threads: ask until it is full
+        deadline = time.monotonic() + 30
+        while True:
+            answer = _raw(rest, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            if answer.startswith(b"HTTP/1.1 503") or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert answer.startswith(b"HTTP/1.1 503") and b"too many connections" in answer
     finally:
         for s in held:
