@@ -10,19 +10,29 @@ import sys
 from ingest.rest.server import DEFAULT_LISTENER
 
 CREDENTIALS_ENV = "LAKECONNECT_REST_CREDENTIALS"
+TLS_KEY_PASSWORD_ENV = "LAKECONNECT_REST_TLS_KEY_PASSWORD"
 
 
 def cmd_rest(args) -> int:
     from ingest.cli.commands import worker_for
     from ingest.rest.app import ConnectApi
     from ingest.rest.guard import require_authentication
-    from ingest.rest.server import RestServer, load_credentials, parse_listener
+    from ingest.rest.server import RestServer, Tls, load_credentials, parse_listener
 
     credentials_file = args.credentials or os.environ.get(CREDENTIALS_ENV)
     credentials = load_credentials(credentials_file) if credentials_file else None
-    require_authentication(parse_listener(args.listen)[0], bool(credentials))
+    require_authentication(parse_listener(args.listen).host, bool(credentials))
     allowed = [h for h in (args.allowed_hosts or "").split(",") if h.strip()]
-    server = RestServer(ConnectApi(worker_for(args)), args.listen, credentials, allowed_hosts=allowed)
+    if args.tls_key and not args.tls_cert:
+        from ingest.errors import ConfigError, Problem
+        raise ConfigError([Problem("--tls-key", "a key without a certificate: give --tls-cert FILE too")])
+    tls = Tls(args.tls_cert, args.tls_key, os.environ.get(TLS_KEY_PASSWORD_ENV)) if args.tls_cert else None
+    if args.client_timeout <= 0:
+        from ingest.errors import ConfigError, Problem
+        raise ConfigError([Problem("--client-timeout", f"expected a number of seconds above 0, got "
+                                                       f"{args.client_timeout:g}")])
+    server = RestServer(ConnectApi(worker_for(args)), args.listen, credentials, allowed_hosts=allowed, tls=tls,
+                        client_timeout=args.client_timeout)
     # SIGTERM (Airflow, systemd, a test) ends the server as Ctrl-C does: requests in flight finish.
     signal.signal(signal.SIGTERM, _interrupt)
     auth = "basic authentication" if credentials else "no authentication"
@@ -43,11 +53,19 @@ def _interrupt(signum, frame) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rest", help="serve Kafka Connect's REST API for this lake (runs stay with Airflow/the CLI)")
     p.add_argument("--listen", default=DEFAULT_LISTENER, metavar="LISTENER",
-                   help=f"http://HOST:PORT to listen on (default {DEFAULT_LISTENER}; use 0.0.0.0 for every interface)")
+                   help=f"http://HOST:PORT or https://HOST:PORT to listen on (default {DEFAULT_LISTENER}; 0.0.0.0 "
+                        "for every interface)")
     p.add_argument("--credentials", metavar="FILE",
                    help="require basic authentication: a file of user=password lines, as Kafka Connect's "
                         f"PropertyFileLoginModule reads (default: ${CREDENTIALS_ENV})")
     p.add_argument("--allowed-hosts", metavar="HOSTS",
                    help="comma-separated host names clients reach the server by, besides the one it listens on and "
                         "the loopback names (checked against each request's Host header; * for any)")
+    p.add_argument("--tls-cert", metavar="FILE",
+                   help="serve HTTPS (listen on https://HOST:PORT) with this PEM certificate, its chain after it")
+    p.add_argument("--tls-key", metavar="FILE",
+                   help="the certificate's PEM private key, if not in --tls-cert's file (an encrypted key's "
+                        f"password: ${TLS_KEY_PASSWORD_ENV})")
+    p.add_argument("--client-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds a client may take to send a request's headers, or its body (default 30)")
     p.set_defaults(func=cmd_rest)

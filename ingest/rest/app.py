@@ -12,6 +12,7 @@ import json
 import logging
 import re
 import threading
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -23,6 +24,7 @@ from ingest.config.configdef import (HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, T
 from ingest.config.connector import CONNECTOR_CLASS, NAME, TASKS_MAX, common_config_def
 from ingest.config.loader import config_size_problems, parse_json
 from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, StateError
+from ingest.orchestration.specs import dag_id
 from ingest.registry import PluginInfo, PluginKind
 from ingest.rest import routes
 from ingest.runtime import secrets
@@ -63,12 +65,17 @@ Handler = Callable[..., Response]
 
 
 class ConnectApi:
-    """One worker's REST resources. Calls are serialised: each one is a few small Delta reads or one
-    commit, and Kafka Connect's herder also applies config changes one at a time."""
+    """One worker's REST resources, answering calls on several threads at once. The calls on one connector
+    are serialised (its config, target state and offsets change one call at a time, as Kafka Connect's herder
+    applies them), so are the Schema Registry's writes; calls on other connectors go on meanwhile."""
 
     def __init__(self, worker: Worker):
         self.worker = worker
-        self._lock = threading.Lock()
+        # A lock per DAG id (names that map to one id are one connector to Airflow), striped: a bounded set
+        # of locks however many names requests make up.
+        self._locks = [threading.Lock() for _ in range(64)]
+        self._registry_lock = threading.Lock()
+        worker.registry.plugins()  # the plugins are found once, before threads look them up
         self.registry = RegistryApi(SchemaStore(state_uri(worker.lake_root, SCHEMAS_TABLE), worker.storage_options))
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         c = "/connectors/(?P<name>[^/]+)"
@@ -110,7 +117,9 @@ class ConnectApi:
         # what the client sent: echoed back as it is, never hidden (hiding would confirm a guessed secret)
         sent = [path, unquote(path), body.decode("utf-8", "replace"), *(v for vs in query.values() for v in vs)]
         try:
-            with self._lock:
+            if "name" not in params:
+                return handler(query=query, body=body, **params)
+            with self._serial(params["name"]):
                 return handler(query=query, body=body, **params)
         except RestError as e:
             return _error(e.status, e.message, sent)
@@ -126,9 +135,13 @@ class ConnectApi:
             log.exception("REST %s %s failed", method, path)
             return _error(500, f"unexpected failure: {type(e).__name__}: {e}".split("\n")[0], sent)
 
+    def _serial(self, name: str) -> threading.Lock:
+        """The lock of the calls on connector `name`."""
+        return self._locks[zlib.crc32(dag_id(name).encode("utf-8", "replace")) % len(self._locks)]
+
     def _registry(self, method: str, path: str, query: Mapping[str, list[str]], body: bytes) -> Response:
         try:
-            with self._lock:
+            with self._registry_lock:
                 status, answer, raw = self.registry.handle(method, path, query, body)
         except LakeConnectError as e:  # the _schemas table cannot be read or written
             status, answer, raw = 500, {"error_code": 50001, "message": secrets.scrub(str(e))}, None
@@ -256,11 +269,12 @@ class ConnectApi:
         if config.get(NAME, name) != name:
             raise RestError(400, f"Connector name configuration ({config[NAME]}) doesn't match connector name "
                                  f"in the request ({name})")
-        if self.worker.stores.configs.get(name) is not None:
-            raise RestError(409, f"Connector {name} already exists")
-        config[NAME] = name
-        self._create(name, config)
-        return Response(201, dict(self._info(name), tasks=[]))
+        with self._serial(name):
+            if self.worker.stores.configs.get(name) is not None:
+                raise RestError(409, f"Connector {name} already exists")
+            config[NAME] = name
+            self._create(name, config)
+            return Response(201, dict(self._info(name), tasks=[]))
 
     def _connector_definition(self, config: Mapping[str, str | None]) -> ConfigDef | None:
         """The keys of the connector a config names (PASSWORD types say what is secret), if it is known."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
@@ -45,6 +46,9 @@ class StateTable:
         self.uri = uri
         self.storage_options = dict(storage_options or {})
         self._table: DeltaTable | None = None
+        self._guard = threading.RLock()
+        """Held while the cached table and files are read or replaced: the REST API reads one store from
+        several threads."""
         self._files: dict[str, pa.Table] = {}
         """The rows of each data file read so far, by path: files are never rewritten, only added and (by
         maintenance) removed, so a read only reads the files added since the last one."""
@@ -73,23 +77,26 @@ class StateTable:
         `expected_version`: the table's version the rows were computed from (-1: no table yet); another
         commit since makes it a RetriableError."""
         data = pa.Table.from_pylist(list(rows), schema=self.schema)
-        return append_arrow(self.uri, data, app_id=app_id, version=version, table=self._table,
-                            storage_options=self.storage_options or None,
-                            expected_version=expected_version) is not None
+        with self._guard:
+            return append_arrow(self.uri, data, app_id=app_id, version=version, table=self._table,
+                                storage_options=self.storage_options or None,
+                                expected_version=expected_version) is not None
 
     def version(self) -> int:
         """The table's version as last read (-1: no table yet)."""
-        table = self._load()
-        return -1 if table is None else table.version()
+        with self._guard:
+            table = self._load()
+            return -1 if table is None else table.version()
 
     def read(self, filter: pa.compute.Expression | None = None, columns: list[str] | None = None) -> pa.Table:
-        table = self._load()
-        if table is None:
-            return self.schema.empty_table() if columns is None else self.schema.empty_table().select(columns)
-        try:
-            rows = self._rows(table)
-        except (DeltaError, OSError, pa.ArrowInvalid) as e:
-            raise StateError(f"state table {self.uri} cannot be read ({e}); restore it from backup") from None
+        with self._guard:
+            table = self._load()
+            if table is None:
+                return self.schema.empty_table() if columns is None else self.schema.empty_table().select(columns)
+            try:
+                rows = self._rows(table)
+            except (DeltaError, OSError, pa.ArrowInvalid) as e:
+                raise StateError(f"state table {self.uri} cannot be read ({e}); restore it from backup") from None
         if filter is not None:
             rows = rows.filter(filter)
         return rows if columns is None else rows.select(columns)

@@ -367,14 +367,16 @@ def test_basic_authentication(worker_file, tmp_path):
         assert "p4ss" not in server.stop()
 
 
-def _raw(rest: Rest, request: bytes) -> bytes:
-    """`request` sent as it is on one connection; everything the server answers until it closes."""
+def _raw(rest: Rest, request: bytes, *, wait_for_close: bool = False) -> bytes:
+    """`request` sent as it is on one connection; everything the server answers until it closes (with
+    `wait_for_close`, the connection stays open for writing meanwhile)."""
     import socket
 
     host, port = rest.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall(request)
-        s.shutdown(socket.SHUT_WR)
+        if not wait_for_close:
+            s.shutdown(socket.SHUT_WR)
         chunks = []
         while chunk := s.recv(65536):
             chunks.append(chunk)
@@ -406,7 +408,7 @@ def test_web_pages_and_foreign_hosts_are_refused(rest, worker_file):
 
     # a Content-Length that is not a length is refused; a refused request's body is never read as a request
     answer = _raw(rest, b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n")
-    assert answer.startswith(b"HTTP/1.1 400") and b"Connection: close" in answer
+    assert answer.startswith(b"HTTP/1.1 400") and b"connection: close" in answer.lower()
     smuggled = b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     answer = _raw(rest, b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
                         b"Content-Length: %d\r\n\r\n%s" % (len(smuggled), smuggled))
@@ -426,7 +428,7 @@ def test_the_network_needs_credentials_and_named_hosts(worker_file, tmp_path):
     server = Rest(worker_file, "--credentials", str(credentials), "--allowed-hosts", "connect.internal")
     try:
         answer = _raw(server, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert answer.startswith(b"HTTP/1.1 401") and b'WWW-Authenticate: Basic realm="lakeconnect"' in answer
+        assert answer.startswith(b"HTTP/1.1 401") and b'www-authenticate: basic realm="lakeconnect"' in answer.lower()
         auth = base64.b64encode(b"mickael:p4ss")
         answer = _raw(server, b"GET / HTTP/1.1\r\nHost: connect.internal:8083\r\nAuthorization: Basic %s\r\n"
                               b"Connection: close\r\n\r\n" % auth)
@@ -437,29 +439,52 @@ def test_the_network_needs_credentials_and_named_hosts(worker_file, tmp_path):
         server.stop()
 
 
-def test_connections_are_bounded(rest):
-    """Each connection holds a thread: beyond RestServer.max_connections (64) half-sent requests, one more is
-    answered 503 at once, and a freed slot serves again. (A half-sent request is dropped after 30 s.)"""
+def test_connections_and_slow_clients_are_bounded(worker_file):
+    """A client gets `--client-timeout` seconds to send a request's line and headers (trickling a byte now
+    and then does not extend it) and as long for its body (then 408); beyond MAX_CONNECTIONS (256) held
+    connections one more is answered 503 at once, and a freed slot serves again."""
     import socket
     import time
 
+    from ingest.rest.server import MAX_CONNECTIONS
+
+    rest = Rest(worker_file, "--client-timeout", "2")
     host, port = rest.url.removeprefix("http://").split(":")
-    held = []
     try:
-        for _ in range(64):
-            s = socket.create_connection((host, int(port)), timeout=10)
-            s.sendall(b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # headers never finished
-            held.append(s)
-        # the server takes the 64 connections as fast as it can start their threads: ask until it is full
-        deadline = time.monotonic() + 30
-        while True:
-            answer = _raw(rest, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            if answer.startswith(b"HTTP/1.1 503") or time.monotonic() > deadline:
+        s = socket.create_connection((host, int(port)), timeout=10)
+        started = time.monotonic()
+        closed_after = None
+        for piece in b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa":
+            try:
+                s.sendall(bytes([piece]))
+                s.settimeout(0.25)
+                if s.recv(100) == b"":
+                    closed_after = time.monotonic() - started
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                closed_after = time.monotonic() - started
                 break
-            time.sleep(0.2)
-        assert answer.startswith(b"HTTP/1.1 503") and b"too many connections" in answer
+        s.close()
+        assert closed_after is not None and 1.5 < closed_after < 6, closed_after
+
+        answer = _raw(rest, b"PUT /connectors/x/config HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                            b"application/json\r\nContent-Length: 100\r\n\r\n{\"a\":", wait_for_close=True)
+        assert answer.startswith(b"HTTP/1.1 408") and b"took longer than 2 s" in answer
+
+        held = []
+        try:
+            for _ in range(MAX_CONNECTIONS):
+                held.append(socket.create_connection((host, int(port)), timeout=10))
+                held[-1].sendall(b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # headers never finished
+            time.sleep(0.5)
+            answer = _raw(rest, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert answer.startswith(b"HTTP/1.1 503")
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.5)
+        assert rest.call("GET", "/connectors") == (200, [])
     finally:
-        for s in held:
-            s.close()
-    time.sleep(1)
-    assert rest.call("GET", "/connectors") == (200, [])
+        rest.stop()
