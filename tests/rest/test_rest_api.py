@@ -413,6 +413,26 @@ def test_web_pages_and_foreign_hosts_are_refused(rest, worker_file):
     answer = _raw(rest, b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
                         b"Content-Length: %d\r\n\r\n%s" % (len(smuggled), smuggled))
     assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 415")
+    # a body too large is refused by its length before it is read, or as it grows when it is chunked
+    answer = _raw(rest, b"PUT /connectors/x/config HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\n\r\n%s" % (17 * 2**20, smuggled))
+    assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 413")
+    chunk = b"%x\r\n%s\r\n" % (2**20, b" " * 2**20)
+    # (the client stops where the body passes 16 MiB: a server closing with data unread would reset the
+    # connection, and the answer could be lost on the way)
+    answer = _raw(rest, b"PUT /connectors/x/config HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        b"Transfer-Encoding: chunked\r\n\r\n" + chunk * 16 + b"1\r\n \r\n", wait_for_close=True)
+    assert answer.startswith(b"HTTP/1.1 413") and b"at most 16 MiB" in answer
+    # a chunked JSON body is a body like any other; both a length and chunks is refused
+    body = json.dumps({"name": "chunked", "config": {"connector.class": "FileStreamSource", "file": "/tmp/x",
+                                                     "topic": "t"}}).encode()
+    answer = _raw(rest, b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                        % (len(body), body))
+    assert answer.startswith(b"HTTP/1.1 201") and b'"name": "chunked"' in answer
+    answer = _raw(rest, b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + smuggled)
+    assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 400")
 
 
 def test_the_network_needs_credentials_and_named_hosts(worker_file, tmp_path):
