@@ -89,6 +89,11 @@ class Connector(Plugin):
         """What a valid configuration should know before it runs (e.g. that it is not exactly-once)."""
         return []
 
+    def paths(self) -> list[tuple[str, str]]:
+        """(key, path or URI) of each file or directory the connector reads or writes besides topics and state
+        tables: each must be inside the lake or below the worker's `lake.allowed.paths`."""
+        return []
+
 
 @dataclass(frozen=True)
 class PlannedRange:

@@ -98,7 +98,12 @@ def _test_java_options() -> str:
 
 
 def write_worker(path: Path, lake: Path, **extra: str) -> Path:
-    lines = {"lake.root": str(lake), "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+    """A worker config at `path` for the lake `lake`. Its directory is in `lake.allowed.paths` (before any the
+    test gives): tests keep their SQLite files and local stores beside the lake (tests/config/test_paths.py
+    tests the gate itself)."""
+    allowed = ",".join(filter(None, [str(path.parent), extra.pop("lake.allowed.paths", "")]))
+    lines = {"lake.root": str(lake), "lake.allowed.paths": allowed,
+             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
              "value.converter": "org.apache.kafka.connect.storage.StringConverter",
              "file.connectors.enable": "true", "spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
              "spark.driver.extraJavaOptions": _test_java_options(), **extra}

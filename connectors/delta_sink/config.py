@@ -118,6 +118,8 @@ def check(values: dict[str, Any]) -> list[Problem]:
         if not text.strip():
             problems.append(Problem(key, "must not be empty"))
     name = values.get(TABLE_NAME_FORMAT) or ""
+    if name.strip() in (".", ".."):
+        problems.append(Problem(TABLE_NAME_FORMAT, f"'{name.strip()}' is not a table name"))
     if "/" in name:
         problems.append(Problem(TABLE_NAME_FORMAT, "a table name must not contain '/'; put directories in "
                                                    "delta.table.path"))
@@ -126,6 +128,15 @@ def check(values: dict[str, Any]) -> list[Problem]:
 
 def table_name(fmt: str, topic: str) -> str:
     return fmt.replace(TOPIC_VAR, topic)
+
+
+def table_dir(path_template: str) -> str:
+    """The directory every table of `path_template` is in or below: its text before the first placeholder,
+    up to its last '/' when a placeholder follows within a name (`/data/t_${table}` -> `/data`)."""
+    prefix = path_template.split("${", 1)[0]
+    if prefix == path_template or prefix.endswith("/"):
+        return prefix
+    return prefix.rsplit("/", 1)[0] if "/" in prefix else "."
 
 
 def table_uri(path_template: str | None, lake_root: str, table: str, topic: str) -> str:

@@ -58,6 +58,10 @@ class DeltaTableSinkConnector(SinkConnector):
     def validate(self) -> list[str]:
         return [str(p) for p in C.check(dict(self.config))]
 
+    def paths(self) -> list[tuple[str, str]]:
+        template = (self.config[C.DELTA_TABLE_PATH] or "").strip()
+        return [(C.DELTA_TABLE_PATH, C.table_dir(template))] if template else []
+
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         # Topic partitions are dealt to the tasks by the runtime; the records of a key share a partition.
         return [{} for _ in range(max(1, max_tasks))]

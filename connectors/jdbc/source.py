@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from connectors.jdbc import config as C
-from connectors.jdbc.dialects import parse_jdbc_url
+from connectors.jdbc.dialects import SQLITE, parse_jdbc_url
 from connectors.jdbc.discovery import TableId, connect, find_tables, group_tables, release
 from ingest.api import SourceConnector
 from ingest.config.configdef import ConfigDef
@@ -44,6 +44,13 @@ class JdbcSourceConnector(SourceConnector):
             messages.append(f"{C.DIALECT_NAME}: {dialect_name} does not read {url.scheme} URLs "
                             f"(the URL's dialect is {url.dialect.name})")
         return messages
+
+    def paths(self) -> list[tuple[str, str]]:
+        try:
+            url = parse_jdbc_url(self.config[C.CONNECTION_URL])
+        except ConfigError:
+            return []
+        return [(C.CONNECTION_URL, url.database)] if url.dialect is SQLITE and url.database else []
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         if (self.config[C.QUERY] or "").strip():

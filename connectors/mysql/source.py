@@ -20,6 +20,9 @@ class MySqlConnector(SourceConnector):
     def config_def(cls) -> ConfigDef:
         return C.mysql_config_def()
 
+    def paths(self) -> list[tuple[str, str]]:
+        return [(key, self.config[key]) for key in (C.SSL_TRUSTSTORE, C.SSL_KEYSTORE) if self.config[key]]
+
     def validate(self) -> list[str]:
         return [str(p) for p in C.check(self.config)]
 

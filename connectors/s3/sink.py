@@ -85,6 +85,19 @@ class S3SinkConnector(SinkConnector):
             messages += [str(p) for p in e.problems]
         return list(dict.fromkeys(messages))  # the store checks its keys again (check_config) when it is made
 
+    def paths(self) -> list[tuple[str, str]]:
+        from urllib.parse import unquote, urlsplit
+
+        from connectors.storage.store import S3_BUCKET, STORE_URL
+        from ingest.config.paths import normalized, within
+
+        url = (self.config[STORE_URL] or "").strip()
+        if not url.startswith("file:"):
+            return []
+        root = unquote(urlsplit(url).path) or "."
+        bucket = os.path.join(root, self.config[S3_BUCKET] or "")
+        return [(STORE_URL, root)] + ([] if within(normalized(bucket), normalized(root)) else [(S3_BUCKET, bucket)])
+
     def warnings(self) -> list[str]:
         reasons = deterministic(self.config)
         if not reasons:

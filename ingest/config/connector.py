@@ -15,8 +15,9 @@ from ingest.config.configdef import (Config, ConfigDef, Importance, Range, Type,
 from ingest.config.providers import ConfigResolver, has_placeholders
 from ingest.config.schedule import valid_schedule
 from ingest.config.topic_configs import topic_configs
-from ingest.config.worker import (EXACTLY_ONCE_SOURCE_SUPPORT, FILE_CONNECTORS_ENABLE, HEADER_CONVERTER,
-                                  KEY_CONVERTER, OVERRIDE_POLICY, TOPIC_BACKEND, VALUE_CONVERTER,
+from ingest.config.paths import path_problems
+from ingest.config.worker import (ALLOWED_PATHS, EXACTLY_ONCE_SOURCE_SUPPORT, FILE_CONNECTORS_ENABLE, HEADER_CONVERTER,
+                                  KEY_CONVERTER, LAKE_ROOT, OVERRIDE_POLICY, TOPIC_BACKEND, VALUE_CONVERTER,
                                   override_problems)
 from ingest.errors import ConfigError, Problem
 from ingest.registry import PluginInfo, PluginKind, Registry
@@ -323,6 +324,7 @@ def validate_connector(
         for message in connector.validate():
             key, _, rest = message.partition(": ")
             problems.append(Problem(key, rest) if rest and key in definition else Problem(None, message))
+        problems += path_problems(connector.paths(), str(worker[LAKE_ROOT]), worker[ALLOWED_PATHS] or [])
     if problems:
         # A value from a provider never reaches a message: what is wrong with it is said without it.
         problems = [p if id(p) in about_placeholders or p.key not in provided else

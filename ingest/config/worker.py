@@ -26,6 +26,7 @@ CONFIGS_TABLE = "lake.configs.table"
 STATUS_TABLE = "lake.status.table"
 RUNS_TABLE = "lake.runs.table"
 LOCKS_DIR = "lake.locks.dir"
+ALLOWED_PATHS = "lake.allowed.paths"
 FILE_CONNECTORS_ENABLE = "file.connectors.enable"
 SPARK_MASTER = "spark.master"
 KEY_CONVERTER = "key.converter"
@@ -87,6 +88,10 @@ def worker_config_def() -> ConfigDef:
              doc="Directory of the leases that keep one run per connector task (an exclusive flock per task). "
                  "Default: <lake.root>/_locks. A lake on an object store (s3://...) cannot hold them: give a "
                  "local directory (the runs of one machine) or a shared mount (the runs of several).")
+    d.define(ALLOWED_PATHS, Type.LIST, [], group="Lake",
+             doc="Directories (or object-store prefixes, s3://bucket/prefix) outside the lake where connectors may "
+                 "read and write files of their own: the S3 sink's store.url=file:, the Delta table sink's "
+                 "delta.table.path, jdbc:sqlite: files, trust and key stores. Default: none, only the lake.")
     d.define(FILE_CONNECTORS_ENABLE, Type.BOOLEAN, False, group="Plugins",
              doc="Load FileStreamSource and FileStreamSink; they read and write arbitrary files on the worker.")
     d.define(SPARK_MASTER, Type.STRING, "local[*]", importance=Importance.HIGH, group="Spark",

@@ -217,7 +217,8 @@ def bench_jdbc(base: Path, tables: int) -> None:
             c.executemany(f"INSERT INTO t{i:04d} (name) VALUES (?)", [("a",), ("b",), ("c",)])
     lake = base / "jdbc-lake"
     worker = base / "worker.properties"
-    worker.write_text(f"lake.root={lake}\nspark.master=local[2]\nspark.sql.shuffle.partitions=4\n"
+    worker.write_text(f"lake.root={lake}\nlake.allowed.paths={base}\nspark.master=local[2]\n"
+                      "spark.sql.shuffle.partitions=4\n"
                       "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
                       "value.converter=org.apache.kafka.connect.json.JsonConverter\n")
 
@@ -270,7 +271,8 @@ def bench_cdc(base: Path, tables: int) -> None:
         cur.execute(f"INSERT INTO t{i:04d} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
     lake = base / "cdc-lake"
     worker = base / "cdc-worker.properties"
-    worker.write_text(f"lake.root={lake}\nspark.master=local[2]\nspark.sql.shuffle.partitions=4\n"
+    worker.write_text(f"lake.root={lake}\nlake.allowed.paths={base}\nspark.master=local[2]\n"
+                      "spark.sql.shuffle.partitions=4\n"
                       "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
                       "value.converter=org.apache.kafka.connect.json.JsonConverter\n")
     config = {"name": "cdc", "connector.class": "io.debezium.connector.mysql.MySqlConnector",

@@ -62,6 +62,12 @@ NAMES = {
     "c55_too_many_keys.json": "a connector config has at most 1000 keys",
     "c56_huge_value.json": "query: a value has at most 65536 characters, this one 70000",
     "c57_mysql_bad_propagate_regex.json": "column.propagate.source.type: 'inventory.t.(price' is not a regular",
+    "c58_s3_store_outside_lake.json": "store.url: /etc/lakeconnect-store is outside the lake",
+    "c59_s3_bucket_traversal.json": "s3.bucket.name:",
+    "c60_delta_path_outside_lake.json": "delta.table.path: /etc/lakeconnect/ is outside the lake",
+    "c61_delta_path_other_bucket.json": "delta.table.path: s3://someone-elses-bucket/tables/ is outside the lake",
+    "c62_sqlite_outside_lake.json": "connection.url: /etc/lakeconnect.db is outside the lake",
+    "c63_delta_table_dotdot.json": "table.name.format: '..' is not a table name",
     "w01_no_converters.properties": "key.converter: missing required configuration",
     "w02_blocked_key.properties": "group.id",
     "w03_bad_boolean.properties": "file.connectors.enable",
@@ -83,11 +89,11 @@ def _localise(text: str, tmp: Path) -> str:
                                                                                    (tmp / "store").as_uri())
 
 
-def _worker(tmp: Path, text: str | None = None) -> Path:
+def _worker(tmp: Path) -> Path:
+    """The corpus's worker, its lake in this test's directory, which it allows (`x.db`, `store` are there)."""
     worker = tmp / "worker.properties"
-    base = text if text is not None else (CORPUS / "worker.properties").read_bytes().decode("utf-8")
-    worker.write_bytes(base.replace("lake.root=lake", f"lake.root={tmp / 'lake'}").encode("utf-8")
-                       if isinstance(base, str) else base)
+    base = (CORPUS / "worker.properties").read_text()
+    worker.write_text(base.replace("lake.root=lake", f"lake.root={tmp / 'lake'}\nlake.allowed.paths={tmp}"))
     return worker
 
 

@@ -91,10 +91,14 @@ def connector_config(services, **extra: str) -> dict[str, str]:
     }
 
 
-def create(base: Path, name: str, config: dict[str, str]) -> Path:
-    """The connector `name` in a new lake under `base`; returns the worker file."""
+def create(base: Path, name: str, config: dict[str, str], **worker_extra: str) -> Path:
+    """The connector `name` in a new lake under `base`; returns the worker file. Its trust and key stores'
+    directories are allowed paths of the worker."""
+    stores = [str(Path(config[k]).parent) for k in ("database.ssl.truststore", "database.ssl.keystore") if config.get(k)]
+    if stores:
+        worker_extra.setdefault("lake.allowed.paths", ",".join(sorted(set(stores))))
     (base / "lake").mkdir(parents=True, exist_ok=True)
-    worker = write_worker(base / "worker.properties", base / "lake")
+    worker = write_worker(base / "worker.properties", base / "lake", **worker_extra)
     f = base / f"{name}.json"
     f.write_text(json.dumps({"name": name, "config": config}))
     r = cli_here("connectors", "create", str(f), worker=worker)

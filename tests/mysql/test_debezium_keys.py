@@ -35,7 +35,8 @@ PRODUCTION = {
 
 
 def _validate(extra):
-    return validate_connector({**BASE, **extra}, load_worker(None, {}), default_registry())
+    worker = load_worker(None, {"lake.allowed.paths": "/etc/kafka"})  # where BASE's trust store is
+    return validate_connector({**BASE, **extra}, worker, default_registry())
 
 
 def test_a_production_config_validates_with_warnings_only_for_keys_nobody_declares():

@@ -30,7 +30,7 @@ def world(tmp_path, spark):
     """A worker on a fresh lake, a local bucket, and a function that fills the topic `orders` (2 partitions)."""
     from ingest.runtime.worker import Worker
 
-    worker = Worker(load_worker(None, {"lake.root": str(tmp_path / "lake")}))
+    worker = Worker(load_worker(None, {"lake.root": str(tmp_path / "lake"), "lake.allowed.paths": str(tmp_path)}))
     (tmp_path / "objects" / "b").mkdir(parents=True)
     topic = TopicTable(worker.lake_root, "orders")
     topic.create(2)
