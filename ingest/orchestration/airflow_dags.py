@@ -43,6 +43,12 @@ def topic_asset(environment: Environment, topic: str) -> Asset:
     return Asset(name=uri, uri=uri, group="lakeconnect-topic")
 
 
+TABLE_NAME = r"^[^.,\s]{1,64}\.[^.,\s]{1,64}$"
+"""An incremental snapshot's table: <db>.<table>, each a MySQL identifier (at most 64 characters), no comma
+(the CLI takes them comma-separated)."""
+MAX_TABLES = 1000
+
+
 def params(spec: ConnectorSpec) -> dict[str, Param]:
     return {
         "action": Param(UNTIL_CAUGHT_UP, type="string", enum=list(ACTIONS), title="Action",
@@ -51,7 +57,7 @@ def params(spec: ConnectorSpec) -> dict[str, Param]:
                                     "reset_offsets (needs `confirm`)"),
         "confirm": Param("", type="string", title="Confirm",
                          description=f"reset_offsets only: type the connector's name ({spec.name}) to confirm"),
-        "tables": Param([], type="array", items={"type": "string", "pattern": r"^[^.\s]+\.[^.\s]+$"},
+        "tables": Param([], type="array", items={"type": "string", "pattern": TABLE_NAME}, maxItems=MAX_TABLES,
                         title="Tables", description="incremental_snapshot only: <db>.<table> names to snapshot"),
     }
 
@@ -110,12 +116,19 @@ def _mask(spec: ConnectorSpec) -> None:
 def check_trigger(spec: ConnectorSpec, values: dict[str, Any]) -> str:
     """The action a run's params ask for; AirflowFailException, before anything changed, when they do not fit
     this connector. (Types and the action's name Airflow checked already, when the run was created.)"""
+    unknown = sorted(k for k in values if k not in ("action", "confirm", "tables"))
+    if unknown:  # as Kafka Connect does with keys nobody declares: accepted, said
+        log.warning("trigger params %s are not known here and are ignored (known: action, confirm, tables)",
+                    ", ".join(repr(k[:100]) for k in unknown[:10]))
     action = values.get("action") or UNTIL_CAUGHT_UP
     if action not in ACTIONS:
-        raise AirflowFailException(f"unknown action '{action}'; expected one of {', '.join(ACTIONS)}")
+        raise AirflowFailException(f"unknown action '{str(action)[:100]}'; expected one of {', '.join(ACTIONS)}")
     tables = values.get("tables") or []
     if not isinstance(tables, list) or not all(isinstance(t, str) for t in tables):
-        raise AirflowFailException(f"tables must be a list of <db>.<table> names, got {json.dumps(tables)}")
+        raise AirflowFailException(f"tables must be a list of <db>.<table> names, got {json.dumps(tables)[:200]}")
+    if len(tables) > MAX_TABLES:
+        raise AirflowFailException(f"tables names {len(tables)} tables; at most {MAX_TABLES} per trigger. "
+                                   "Nothing was changed")
     if action == RESET and (values.get("confirm") or "").strip() != spec.name:
         raise AirflowFailException(f"reset_offsets starts connector '{spec.name}' over from the beginning; to "
                                    f"confirm, trigger again with confirm set to '{spec.name}'. Nothing was changed")
@@ -124,10 +137,11 @@ def check_trigger(spec: ConnectorSpec, values: dict[str, Any]) -> str:
             raise AirflowFailException(
                 f"connector '{spec.name}' ({spec.connector_class}) takes no incremental snapshot signals: that is "
                 "for MySQL CDC connectors with signal.data.collection set. Nothing was changed")
-        bad = [t for t in tables if not re.fullmatch(r"[^.\s]+\.[^.\s]+", t)]
+        bad = [t for t in tables if not re.fullmatch(TABLE_NAME, t)]
         if not tables or bad:
-            raise AirflowFailException("incremental_snapshot needs tables: a list of <db>.<table> names"
-                                       + (f" (not such names: {', '.join(bad)})" if bad else "")
+            raise AirflowFailException("incremental_snapshot needs tables: a list of <db>.<table> names, each "
+                                       "name at most 64 characters and without a comma"
+                                       + (f" (not such names: {', '.join(t[:100] for t in bad[:5])})" if bad else "")
                                        + ". Nothing was changed")
     elif tables:
         raise AirflowFailException(f"tables is only for incremental_snapshot, not for {action}. Nothing was changed")

@@ -57,9 +57,25 @@ def test_bad_params_are_refused_with_a_message_before_anything_changes(project):
     cdc = ConnectorSpec("cdc", {"connector.class": "MySqlCdc", "signal.data.collection": "db.signals"})
     with pytest.raises(AirflowFailException, match=r"not such names: nodot"):
         check_trigger(cdc, {"action": "incremental_snapshot", "tables": ["nodot"]})
+    # a comma would split one name in two on the CLI; a name longer than MySQL's 64 characters; too many
+    with pytest.raises(AirflowFailException, match=r"without a comma \(not such names: db.a,b.c\)"):
+        check_trigger(cdc, {"action": "incremental_snapshot", "tables": ["db.a,b.c"]})
+    with pytest.raises(AirflowFailException, match=r"at most 64 characters"):
+        check_trigger(cdc, {"action": "incremental_snapshot", "tables": ["db." + "t" * 65]})
+    with pytest.raises(AirflowFailException, match=r"tables names 1001 tables; at most 1000"):
+        check_trigger(cdc, {"action": "incremental_snapshot", "tables": [f"db.t{i}" for i in range(1001)]})
     assert check_trigger(cdc, {"action": "incremental_snapshot", "tables": ["db.t"]}) == "incremental_snapshot"
     assert check_trigger(spec, {"action": "reset_offsets", "confirm": "src"}) == "reset_offsets"
     assert not isinstance(AirflowFailException("x"), type(None)) and issubclass(AirflowFailException, AirflowException)
+
+
+def test_unknown_params_are_accepted_with_a_warning(project, caplog):
+    from ingest.orchestration.specs import ConnectorSpec
+
+    spec = ConnectorSpec("src", {"connector.class": "FileStreamSource", "topic": "t"})
+    with caplog.at_level("WARNING", logger="lakeconnect.airflow"):
+        assert check_trigger(spec, {"action": "run_once", "acton": "pause"}) == "run_once"
+    assert "trigger params 'acton' are not known here and are ignored" in caplog.text
 
 
 def test_a_param_of_the_wrong_type_creates_no_run(project, airflow_db):
@@ -67,7 +83,8 @@ def test_a_param_of_the_wrong_type_creates_no_run(project, airflow_db):
 
     _file_source(project)
     dag = project.dags()["lakeconnect__src"]
-    for conf in ({"tables": "db.t"}, {"action": "explode"}, {"confirm": 42}):
+    for conf in ({"tables": "db.t"}, {"action": "explode"}, {"confirm": 42}, {"tables": ["db.a,b.c"]},
+                 {"tables": [f"db.t{i}" for i in range(1001)]}):
         with pytest.raises(ParamValidationError):
             dag.test(run_conf=conf)
     assert not (project.lake / "_connect").exists()  # not even the connector file was applied
