@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ingest.api import TaskContext
-from ingest.config.configdef import Config, mask, secret_values
+from ingest.config.configdef import Config, mask, secret_values, valid_table_name
 from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX, ConnectorSetup, validate_connector
 from ingest.config.providers import provider_problems
 from ingest.config.worker import (CONFIGS_TABLE, LAKE_ROOT, LOCKS_DIR, OFFSET_STORAGE_TOPIC, RUNS_TABLE, STATUS_TABLE,
@@ -175,6 +175,9 @@ class Worker:
         if self._kind(config) == "sink":
             return f"connect-{name}", self.stores.offsets
         table = config.get("offsets.storage.topic")
+        if table and valid_table_name("offsets.storage.topic", table):  # a config stored before names were checked
+            raise StateError(f"connector '{name}': {valid_table_name('offsets.storage.topic', table)}; update its "
+                             "config with a valid offsets.storage.topic")
         store = OffsetStore(state_uri(self.lake_root, table), self.storage_options) if table else self.stores.offsets
         return name, store
 

@@ -447,6 +447,10 @@ def test_the_network_needs_credentials_and_named_hosts(worker_file, tmp_path):
     credentials.write_text("mickael=p4ss\n")
     server = Rest(worker_file, "--credentials", str(credentials), "--allowed-hosts", "connect.internal")
     try:
+        smuggled = b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"  # a 401's unread body is no request
+        answer = _raw(server, b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n%s" % (len(smuggled), smuggled))
+        assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 401")
         answer = _raw(server, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 401") and b'www-authenticate: basic realm="lakeconnect"' in answer.lower()
         auth = base64.b64encode(b"mickael:p4ss")

@@ -196,3 +196,16 @@ def test_https(worker_file, tmp_path):
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 2 and words in err and "Traceback" not in err, (args, err)
         assert secret_text not in err + out
+
+
+def test_a_stored_offsets_table_outside_the_state_tables_is_never_opened(served, tmp_path):
+    """A config stored before names were checked (written to the configs table directly here) whose
+    `offsets.storage.topic` leaves `_connect`: its offsets are refused, not read from wherever it points."""
+    server, api = served()
+    outside = tmp_path / "elsewhere"
+    config = {"name": "old", "connector.class": "FileStreamSource", "file": str(tmp_path / "s.txt"), "topic": "t",
+              "offsets.storage.topic": "../../elsewhere"}
+    api.worker.stores.configs.put("old", config)
+    status, error = _call(server.url, "GET", "/connectors/old/offsets")
+    assert status == 400 and "'../../elsewhere' is not a valid table name" in error["message"], error
+    assert not outside.exists()
