@@ -180,7 +180,8 @@ def test_an_avro_batch_killed_at_every_step_writes_what_a_clean_run_writes(tmp_p
         workers = {}
         for tag in ("clean", "crashed"):
             (tmp_path / tag / "lake").mkdir(parents=True)
-            workers[tag] = write_worker(tmp_path / tag / "worker.properties", tmp_path / tag / "lake")
+            workers[tag] = write_worker(tmp_path / tag / "worker.properties", tmp_path / tag / "lake",
+                                        **{"lake.allowed.paths": str(tmp_path)})  # the database both lakes read
             config = tmp_path / tag / "source.json"
             config.write_text(json.dumps({"name": "shop", "config": {
                 "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",

@@ -114,7 +114,8 @@ def test_jdbc_to_kafka_to_s3(tmp_path, kafka, bucket):
     prefix = kafka.unique_topic("books") + "-"
     topic = prefix + "kafka_books"
     kafka.create_topic(topic, 3)
-    json_values = {"value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+    json_values = {"value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                   "lake.allowed.paths": str(tmp_path)}  # the database is shared by both lakes
     worker = kafka_worker(tmp_path / "kafka", kafka, **json_values)
     _jdbc(tmp_path / "kafka", worker, db, prefix)
     r = cli("run", "books", worker=worker)
