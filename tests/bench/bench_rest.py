@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _worker(base: Path) -> Path:
     worker = base / "worker.properties"
-    worker.write_text(f"lake.root={base / 'lake'}\nfile.connectors.enable=true\nlake.allowed.paths={base}\n"
+    worker.write_text(f"lake.root={base / 'lake'}\nfile.connectors.enable=true\n"
                       "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
                       "value.converter=org.apache.kafka.connect.storage.StringConverter\n")
     return worker
