@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from connectors.jdbc.dialects import DIALECTS
@@ -180,9 +179,6 @@ def tables_excluded(config) -> list[str]:
     return config[TABLE_EXCLUDE_LIST] or config[TABLE_BLACKLIST]
 
 
-_WHERE = re.compile(r"\bwhere\b", re.IGNORECASE)
-
-
 def check(values: dict[str, Any]) -> list[Problem]:
     """What the connector refuses beyond single keys (Confluent's validate() and start() checks)."""
     problems: list[Problem] = []
@@ -199,9 +195,6 @@ def check(values: dict[str, Any]) -> list[Problem]:
     if query and (include or exclude):
         problems.append(Problem(QUERY, "cannot be combined with a table include or exclude list: a query "
                                        "replaces table copying"))
-    if query and mode in (MODE_INCREMENTING, MODE_TIMESTAMP, MODE_TIMESTAMP_INCREMENTING) and _WHERE.search(query):
-        problems.append(Problem(QUERY, f"has a WHERE clause, but mode '{mode}' appends its own WHERE to the "
-                                       "query; wrap it as a subquery: SELECT * FROM (<your query>) AS q"))
     if mode in (MODE_TIMESTAMP, MODE_TIMESTAMP_INCREMENTING) and not values.get(TIMESTAMP_COLUMNS):
         problems.append(Problem(TIMESTAMP_COLUMNS, f"is required in mode '{mode}'"))
     if values.get(LATE_ROWS_WINDOW_MS) and mode not in (MODE_TIMESTAMP, MODE_TIMESTAMP_INCREMENTING):

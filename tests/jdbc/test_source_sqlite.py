@@ -209,6 +209,24 @@ def test_query_mode_incrementing(tmp_path):
     assert offsets(worker, "q") == [{"partition": {"query": "query"}, "offset": {"incrementing": 3}}]
 
 
+@pytest.mark.parametrize("query", [
+    "SELECT id, title FROM kafka_books WHERE title NOT LIKE 'skip%'",
+    "SELECT * FROM (SELECT id, title FROM kafka_books WHERE title NOT LIKE 'skip%') AS q",  # the form Confluent needs
+])
+def test_an_incremental_query_may_have_its_own_where(tmp_path, query):
+    """The task reads the query as a subquery and puts its own criteria outside it, so a WHERE in the query is
+    the query's own (Confluent's connector appends its WHERE to the text, so there it must be wrapped)."""
+    _, db, worker = _setup(tmp_path, "w", {"topic.prefix": "books-where", "mode": "incrementing",
+                                            "incrementing.column.name": "id", "query": query, "table.whitelist": ""})
+    _sql(db, "INSERT INTO kafka_books (title, subtitle, published) VALUES ('skip me', 'x', '2020-01-01');"
+             "INSERT INTO kafka_books (title, subtitle, published) VALUES ('keep me', 'x', '2020-01-01');")
+    r = cli_here("run", "w", worker=worker)
+    assert r.returncode == 0, r.stderr
+    assert [(e["payload"]["id"], e["payload"]["title"]) for e in consume(worker, "books-where")] == [
+        (1, "Kafka Connect"), (2, "Kafka The Definitive Guide"), (4, "keep me")]
+    assert offsets(worker, "w") == [{"partition": {"query": "query"}, "offset": {"incrementing": 4}}]
+
+
 def test_a_large_batch_is_read_in_parallel_key_ranges(tmp_path, spark):
     """50k new rows in incrementing mode: Spark reads them in one range of the key per core, and every
     row arrives once, in key order (seq)."""
