@@ -378,11 +378,14 @@ def _envelope(text: Column) -> Column:
 
 
 def _payload(text: Column) -> Column:
-    """The envelope's payload as a VARIANT (the conversion's one parse). The envelope parsed already, so
-    a corrupt record here is a VARIANT refusing duplicate keys: fail rather than read a null."""
+    """The envelope's payload as a VARIANT (the conversion's one parse). A record corrupt here whose envelope
+    parses is a VARIANT refusing duplicate keys: fail rather than read a null. A malformed record gives null:
+    the checks before (`_reason`) fail or set it aside, and Spark may evaluate this for it all the same (a
+    sink's filter on the value, combined with the tolerance filter, has no order of evaluation)."""
     options = {**STRICT_JSON, "columnNameOfCorruptRecord": _CORRUPT}
     parsed = F.from_json(text, f"struct<payload:variant,{_CORRUPT}:string>", options)
-    return F.when(parsed[_CORRUPT].isNotNull(), F.raise_error(F.lit(DUPLICATE_KEYS_ERROR))).otherwise(parsed["payload"])
+    duplicate_keys = parsed[_CORRUPT].isNotNull() & _envelope(text).isNotNull()
+    return F.when(duplicate_keys, F.raise_error(F.lit(DUPLICATE_KEYS_ERROR))).otherwise(parsed["payload"])
 
 
 def _is_envelope(envelope: Column) -> Column:

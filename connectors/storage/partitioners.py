@@ -19,11 +19,6 @@ DIRECTORY_DELIM = "directory.delim"
 _FIELD_TYPES = ("int8", "int16", "int32", "int64", "string", "boolean")
 
 
-def is_time_based(cls: type) -> bool:
-    """Whether a partitioner class puts records in time buckets (TimeBased, Daily, Hourly, FieldAndTime)."""
-    return issubclass(cls, _TimeBased)
-
-
 class DefaultPartitioner(Partitioner):
     """Partitions by the record's Kafka partition: `partition=<N>`."""
 

@@ -216,6 +216,39 @@ def test_tombstones_fail_by_default_naming_the_record_and_are_skipped_with_ignor
     assert files(objects)["topics/orders/partition=0/orders+0+0000000000.json"].decode().count("\n") == 2
 
 
+def test_a_partition_whose_records_are_all_skipped_moves_past_them(world):
+    """A partition none of whose new records reaches an object (ignored tombstones, records the converter
+    fails on under errors.tolerance=all) commits its position past them: else every run read them again and
+    sent the failed ones to the dead letter queue again."""
+    worker, objects, produce = world
+    produce([None, None])
+    produce([b"not json", b"{broken"], partition=1)
+    name = sink(worker, objects, **{"behavior.on.null.values": "ignore", "errors.tolerance": "all",
+                                    "errors.deadletterqueue.topic.name": "dlq"})
+    worker.run(name)
+    assert files(objects) == {}
+    assert {o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"] for o in worker.offsets(name)} == {0: 2, 1: 2}
+    dlq = TopicTable(worker.lake_root, "dlq")
+    assert dlq.read(spark=worker.spark()).count() == 2
+    worker.run(name)
+    worker.run(name)
+    assert dlq.read(spark=worker.spark()).count() == 2
+
+
+def test_a_tombstone_beside_a_malformed_record_under_tolerance(world):
+    """A batch holding a tombstone (skipped) and a record that is not JSON (set aside): the JSON converter's
+    payload was evaluated for the malformed record too (the sink's null filter and the tolerance filter are
+    one predicate to Spark, in no set order), and its duplicate-keys error failed the batch."""
+    worker, objects, produce = world
+    produce([value(0), None, b"not json", value(3)])
+    name = sink(worker, objects, **{"behavior.on.null.values": "ignore", "errors.tolerance": "all",
+                                    "errors.deadletterqueue.topic.name": "dlq"})
+    worker.run(name)
+    assert files(objects)["topics/orders/partition=0/orders+0+0000000000.json"].decode().count("\n") == 2
+    letters = TopicTable(worker.lake_root, "dlq").read(spark=worker.spark()).collect()
+    assert [bytes(r["value"]) for r in letters] == [b"not json"]
+
+
 def test_a_record_without_the_partition_field_names_the_field(world):
     worker, objects, produce = world
     produce([value(0)])
