@@ -10,17 +10,22 @@ are merged the same way beside their values.
 Exactly once: the plan (each group's objects and sizes) is recorded before anything changes, and a run
 killed halfway finishes the recorded plan first: a group whose first object already has the merged size
 only has its other objects deleted. Only objects below the sink's committed offsets are touched (a
-crashed sink batch may still rewrite its own), under the connector's lease (no sink batch runs meanwhile).
+crashed sink batch may still rewrite its own), under the leases of all the connector's tasks (no sink batch
+runs meanwhile). Offsets altered or reset meanwhile do not abandon a planned compaction, which is finished
+whatever the offsets say: planned anew, it would merge over a merged object whose sources still exist.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from ingest.config.connector import TASKS_MAX
+from ingest.config.worker import LOCKS_DIR
 from ingest.errors import ConfigError, Problem
 from ingest.runtime.faults import point as crash_point
 from ingest.runtime.lease import Lease
@@ -65,7 +70,11 @@ def compact(worker, name: str, *, min_age_ms: int = 3_600_000, target_bytes: int
     # Raw bytes in, raw bytes out: a gzip object is merged as concatenated gzip members (valid gzip).
     store = ObjectStore.from_config({**dict(config), "s3.compression.type": "none"})
     store.check()
-    with Lease(worker.lake_root, f"{name}.task-0").acquire(f"connector '{name}' (compaction)"):
+    # Every task's lease, in order (as runs take theirs): no sink batch of any task runs while objects merge.
+    with contextlib.ExitStack() as held:
+        for task in range(config[TASKS_MAX]):
+            held.enter_context(Lease(worker.lake_root, f"{name}.task-{task}", worker.config[LOCKS_DIR]).acquire(
+                f"connector '{name}' task {task} (for compaction)"))
         runs = worker.stores.runs
         last = runs.last(name, COMPACTION_TASK)
         if last is not None and last["state"] == PLANNED and not dry_run:

@@ -228,8 +228,9 @@ class Worker:
         return len(current)
 
     def _abandon_pending(self, name: str) -> None:
-        """A batch planned from the old offsets must not be resumed after they change."""
-        for task in {row["task"] for row in self.stores.runs.history(name)}:
+        """A batch planned from the old offsets must not be resumed after they change. Only the tasks' batches:
+        rows of negative tasks (an S3 sink's compaction) do not plan from offsets and must be finished."""
+        for task in {row["task"] for row in self.stores.runs.history(name) if row["task"] >= 0}:
             last = self.stores.runs.last(name, task)
             if last and last["state"] == PLANNED:
                 self.stores.runs.record(name, task, last["batch_id"], ABANDONED, plan=json.loads(last["plan"]),
