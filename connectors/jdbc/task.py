@@ -34,11 +34,12 @@ from connectors.jdbc.state import TableState
 from connectors.jdbc.dialects import (MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, parse_jdbc_url, quote_identifier,
                                      redact)
 from connectors.jdbc.discovery import TableId, connect, release
+from connectors.jdbc.errors import transient_sql_error
 from connectors.jdbc.schemas import Column as DbColumn
 from connectors.jdbc.schemas import column_name, describe_columns, value_schema
 from connectors.jdbc.source import task_tables
 from ingest.api import PlannedRange, SourcePlan, SourceTask
-from ingest.errors import ConfigError, FatalError, Problem
+from ingest.errors import ConfigError, FatalError, Problem, RetriableError
 from ingest.jvm import batch_constant
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch, counted_in_background
 from ingest.records.schema import DATE as DATE_LOGICAL
@@ -132,9 +133,13 @@ class JdbcSourceTask(SourceTask):
         if not any(marker in str(error) for marker in _DRIVER_ERRORS):
             return None
         read = ", ".join(sorted({str(r.partition.get("table") or "the query") for r in plan.ranges})) or "the batch"
-        return FatalError(f"reading {read} from {redact(self.config[C.CONNECTION_URL])} failed: "
-                          f"{_driver_message(error)}. Nothing of this batch was committed: the next run reads the "
-                          "same rows again, so fix what the database refused first")
+        where = f"reading {read} from {redact(self.config[C.CONNECTION_URL])}"
+        if transient_sql_error(str(error)):
+            return RetriableError(f"{where} failed: {_driver_message(error)}. The connection was lost or the "
+                                  "database asked to try again; nothing of this batch was committed, and the run may "
+                                  "pass when tried again")
+        return FatalError(f"{where} failed: {_driver_message(error)}. Nothing of this batch was committed: the next "
+                          "run reads the same rows again, so fix what the database refused first")
 
     def close(self) -> None:
         if self._engine is not None:

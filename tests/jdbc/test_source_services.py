@@ -145,6 +145,61 @@ def test_a_row_the_database_fails_to_read_fails_the_batch_clearly(tmp_path, data
     assert [e["payload"]["id"] for e in consume(worker, "checked")] == [1, 2]
 
 
+def test_a_connection_lost_during_the_read_is_retriable(tmp_path, database):
+    """The database drops the reading connection (killed here, as a failover or a network cut would): the run
+    exits 75 (EX_TEMPFAIL), which the DAG retries, not 1, with the driver's reason; nothing is committed; the
+    next run copies every row."""
+    import threading
+    import time
+
+    kind, _, engine, schema, _ = database
+    prefix = f"{schema}." if schema else ""
+    with engine.begin() as c:  # a second a row: the read is still running when it is killed
+        if kind == "mariadb":
+            c.exec_driver_sql("CREATE FUNCTION lc_slow(i BIGINT) RETURNS BIGINT NOT DETERMINISTIC NO SQL "
+                              "BEGIN DO SLEEP(1); RETURN i; END")
+        else:
+            c.exec_driver_sql("CREATE FUNCTION lc_slow(i BIGINT) RETURNS BIGINT AS $$ BEGIN PERFORM pg_sleep(1); "
+                              "RETURN i; END $$ LANGUAGE plpgsql VOLATILE")
+    worker = create_connector(tmp_path, database, "lost", {
+        "topic.prefix": "lost", "mode": "bulk", "table.whitelist": "", "schema.pattern": "",
+        "query": f"SELECT id, title, {prefix}lc_slow(id) AS lc_slow_marker FROM {prefix}kafka_books"})
+    killed = threading.Event()
+
+    def kill() -> None:  # the connection reading the query's rows, as soon as it runs
+        deadline = time.monotonic() + 120
+        while not killed.is_set() and time.monotonic() < deadline:
+            with engine.begin() as c:
+                if kind == "mariadb":  # the function's statement is what the processlist shows
+                    ids = [r[0] for r in c.exec_driver_sql(
+                        "SELECT id FROM information_schema.processlist WHERE info = 'DO SLEEP(1)' "
+                        "AND db = DATABASE()")]
+                    for i in ids:
+                        c.exec_driver_sql(f"KILL CONNECTION {int(i)}")
+                else:
+                    ids = [r[0] for r in c.exec_driver_sql(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE "
+                        "'%%lc_slow_marker%%' AND query NOT LIKE '%%pg_stat_activity%%' AND query NOT LIKE "
+                        "'%%1 = 0%%' AND state = 'active' AND application_name = 'PostgreSQL JDBC Driver'")]
+            if ids:
+                killed.set()
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    r = cli("run", "lost", worker=worker)
+    killed.set()
+    killer.join()
+    assert r.returncode == 75, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr and "unexpected failure" not in r.stderr
+    assert "may pass when tried again" in r.stderr or "retriable" in r.stderr.lower(), r.stderr
+    assert cli_here("topics", "describe", "lost", worker=worker).returncode != 0 or consume(worker, "lost") == []
+    r = cli("run", "lost", worker=worker)
+    assert r.returncode == 0, r.stderr
+    assert [e["payload"]["id"] for e in consume(worker, "lost")] == [1, 2]
+
+
 def test_dates_and_times_before_and_after_the_epoch(tmp_path, database):
     """DATE, DATETIME and TIMESTAMP values come out as the book's Date (epoch days) and Timestamp (epoch
     millis) whichever way the connector reads them (MariaDB's as numbers since the epoch, for speed)."""
