@@ -387,10 +387,18 @@ class BatchRunner:
         `consumer.override.auto.offset.reset` moves (none set: a StateError, never a silent loss)."""
         committed = self._committed(group)
         assigned = self._assigned(task_id, task_count, warn=True)
-        # A connector re-created under the same name on another lake continues from its consumer group.
-        from_group = self.topics.group_offsets(group, [(t, p) for t, p, _, _ in assigned if (t, p) not in committed])
-        for tp, offset in from_group.items():
-            committed[tp] = {"kafka_offset": offset}
+        # The consumer group (a Kafka backend's): a connector re-created under the same name on another lake
+        # continues from it, and an offset someone else committed there (`kafka-consumer-groups
+        # --reset-offsets`) moves the connector as it moves Kafka Connect's. Offsets a run committed itself
+        # (GROUP_MARK) never override the lake's: a run killed between the two commits left the group behind.
+        for tp, found in self.topics.group_positions(group, [(t, p) for t, p, _, _ in assigned]).items():
+            mine = committed.get(tp, {}).get("kafka_offset")
+            if mine is None:
+                committed[tp] = {"kafka_offset": found.offset}
+            elif not found.ours and found.offset != mine:
+                self.log.warning(f"{tp[0]}-{tp[1]}: consumer group {group} was moved to offset {found.offset} by "
+                                 f"another client (the connector was at {mine}); continuing from {found.offset}")
+                committed[tp] = {"kafka_offset": found.offset}
         reset = str(self.setup.config.get(AUTO_OFFSET_RESET) or "").lower()
         ranges, resets = [], []
         for topic, p, start_offset, end in assigned:

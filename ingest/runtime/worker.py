@@ -215,6 +215,13 @@ class Worker:
             raise ConfigError(problems)
         self._abandon_pending(name)
         key, store = self._offsets_key(name, found["config"])
+        if sink:  # the consumer group first: a run killed in between finds the lake's old offsets, which win
+            topics, positions = self.topics(found["config"]), {}
+            for p, o in changes.items():
+                tp = json.loads(p)
+                positions[(tp["kafka_topic"], tp["kafka_partition"])] = None if o is None else o["kafka_offset"]
+            topics.forget_group_offsets(key, [tp for tp, o in positions.items() if o is None])
+            topics.commit_group(key, {tp: o for tp, o in positions.items() if o is not None})
         store.commit(key, changes, task=-1, batch_id=0)
         return len(changes)
 
@@ -222,6 +229,8 @@ class Worker:
         found = self._require_stopped(name, "reset")
         key, store = self._offsets_key(name, found["config"])
         current = store.committed(key)
+        if self._kind(found["config"]) == "sink":  # as Kafka Connect resets a sink: its group goes (first)
+            self.topics(found["config"]).delete_group(key)
         self._abandon_pending(name)
         # With nothing to reset, a marker row still records that a person chose to start over.
         store.commit(key, {p: None for p in current} or {"null": None}, task=-1, batch_id=0)

@@ -11,7 +11,8 @@ from typing import Any
 from ingest.errors import ConfigError, Problem
 from ingest.config.worker import TOPIC_BACKEND
 from ingest.topics.kafka import (
-    DELTA, KAFKA, BatchMarkers, KafkaClients, KafkaTopic, commit_group, group_offsets, list_kafka_topics,
+    DELTA, KAFKA, BatchMarkers, GroupOffset, KafkaClients, KafkaTopic, commit_group, delete_group,
+    forget_group_offsets, group_positions, list_kafka_topics,
 )
 from ingest.topics.table import TopicTable, list_topics
 
@@ -28,10 +29,16 @@ class DeltaTopics:
     def names(self) -> list[str]:
         return list_topics(self.lake_root, self.storage_options)
 
-    def group_offsets(self, group: str, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    def group_positions(self, group: str, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], GroupOffset]:
         return {}  # a sink's positions live in the lake's offsets table only
 
     def commit_group(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        pass
+
+    def delete_group(self, group: str) -> None:
+        pass
+
+    def forget_group_offsets(self, group: str, partitions: Sequence[tuple[str, int]]) -> None:
         pass
 
     def batch_mark(self) -> int | None:
@@ -49,11 +56,19 @@ class KafkaTopics:
     def names(self) -> list[str]:
         return list_kafka_topics(self.clients)
 
-    def group_offsets(self, group: str, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        return group_offsets(self.clients, group, partitions)
+    def group_positions(self, group: str, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], GroupOffset]:
+        """The sink's consumer group (`connect-<name>`): where Kafka's tools and a connector re-created on
+        another lake look; the lake's offsets table is where runs look first."""
+        return group_positions(self.clients, group, partitions)
 
     def commit_group(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
         commit_group(self.clients, group, offsets)
+
+    def delete_group(self, group: str) -> None:
+        delete_group(self.clients, group)
+
+    def forget_group_offsets(self, group: str, partitions: Sequence[tuple[str, int]]) -> None:
+        forget_group_offsets(self.clients, group, partitions)
 
     def batch_mark(self) -> int | None:
         """Where the batch markers of a batch planned now start (None without transactions): stored with the

@@ -378,9 +378,22 @@ def _group_consumer(clients: KafkaClients, group: str):
         raise ConfigError(f"cannot create a Kafka consumer for group '{group}': {describe_client_error(e)}") from e
 
 
-def group_offsets(clients: KafkaClients, group: str, partitions: Sequence[tuple[str, int]],
-                  timeout_s: float | None = None) -> dict[tuple[str, int], int]:
-    """The consumer group's committed offset of each (topic, partition) that has one."""
+GROUP_MARK = "lakeconnect"
+"""The metadata of the consumer-group offsets a run commits: an offset without it was set by someone else
+(`kafka-consumer-groups --reset-offsets`, another consumer), which the next batch follows, as Kafka Connect's
+sink tasks do."""
+
+
+@dataclass(frozen=True)
+class GroupOffset:
+    offset: int
+    ours: bool
+    """Committed by a lakeconnect run or offsets change (with GROUP_MARK), not by another client."""
+
+
+def group_positions(clients: KafkaClients, group: str, partitions: Sequence[tuple[str, int]],
+                    timeout_s: float | None = None) -> dict[tuple[str, int], GroupOffset]:
+    """The consumer group's committed offset of each (topic, partition) that has one, and who committed it."""
     from confluent_kafka import KafkaException, TopicPartition
 
     if not partitions:
@@ -394,20 +407,27 @@ def group_offsets(clients: KafkaClients, group: str, partitions: Sequence[tuple[
                              f"{clients.bootstrap}: {describe_client_error(e)}") from e
     finally:
         consumer.close()
-    return {(tp.topic, tp.partition): tp.offset for tp in tps if tp.offset >= 0 and tp.error is None}
+    return {(tp.topic, tp.partition): GroupOffset(tp.offset, tp.metadata == GROUP_MARK)
+            for tp in tps if tp.offset >= 0 and tp.error is None}
+
+
+def group_offsets(clients: KafkaClients, group: str, partitions: Sequence[tuple[str, int]],
+                  timeout_s: float | None = None) -> dict[tuple[str, int], int]:
+    """The consumer group's committed offset of each (topic, partition) that has one."""
+    return {tp: g.offset for tp, g in group_positions(clients, group, partitions, timeout_s).items()}
 
 
 def commit_group(clients: KafkaClients, group: str, offsets: Mapping[tuple[str, int], int],
                  timeout_s: float | None = None) -> None:
     """Commit `offsets` (the next offset to read of each partition) for the consumer group, as a sink
-    task's consumer does once the records before them are durable."""
+    task's consumer does once the records before them are durable; marked as this program's (GROUP_MARK)."""
     from confluent_kafka import KafkaException, TopicPartition
 
     if not offsets:
         return
     consumer = _group_consumer(clients, group)
     try:
-        result = consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())],
+        result = consumer.commit(offsets=[TopicPartition(t, p, o, GROUP_MARK) for (t, p), o in sorted(offsets.items())],
                                  asynchronous=False)
     except KafkaException as e:
         raise RetriableError(f"cannot commit the offsets of consumer group '{group}' to {clients.bootstrap}: "
@@ -417,6 +437,66 @@ def commit_group(clients: KafkaClients, group: str, offsets: Mapping[tuple[str, 
     failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in result or [] if tp.error is not None]
     if failed:
         raise RetriableError(f"committing consumer group '{group}' failed for " + ", ".join(failed))
+
+
+def forget_group_offsets(clients: KafkaClients, group: str, partitions: Sequence[tuple[str, int]],
+                         timeout_s: float | None = None) -> None:
+    """The group without committed offsets for `partitions` (KIP-875's null offset of a sink partition). The
+    client has no call to delete one partition's offset: the group is deleted and its other offsets committed
+    again as they were."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(clients.admin())
+    timeout = timeout_s or clients.api_timeout_s
+    try:
+        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                   request_timeout=timeout)[group].result(timeout=timeout + 5)
+    except (KafkaException, TimeoutError) as e:
+        error = e.args[0] if e.args else None
+        if getattr(error, "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
+            return
+        raise RetriableError(f"cannot read the offsets of consumer group '{group}' at {clients.bootstrap}: "
+                             f"{describe_client_error(e)}") from e
+    committed = [tp for tp in listed.topic_partitions or [] if tp.offset >= 0]
+    gone = set(partitions)
+    if not any((tp.topic, tp.partition) in gone for tp in committed):
+        return
+    delete_group(clients, group, timeout_s)
+    kept = [tp for tp in committed if (tp.topic, tp.partition) not in gone]
+    if kept:
+        _commit_exact(clients, group, kept)
+
+
+def _commit_exact(clients: KafkaClients, group: str, tps: list) -> None:
+    from confluent_kafka import KafkaException
+
+    consumer = _group_consumer(clients, group)
+    try:
+        consumer.commit(offsets=tps, asynchronous=False)
+    except KafkaException as e:
+        raise RetriableError(f"cannot commit the offsets of consumer group '{group}' to {clients.bootstrap}: "
+                             f"{describe_client_error(e)}") from e
+    finally:
+        consumer.close()
+
+
+def delete_group(clients: KafkaClients, group: str, timeout_s: float | None = None) -> None:
+    """Delete the consumer group and its offsets, as Kafka Connect resets a sink connector's offsets
+    (KIP-875); a group that does not exist is already reset."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    timeout = timeout_s or clients.api_timeout_s
+    admin = AdminClient(clients.admin())  # held until the answer: a collected client never answers
+    try:
+        admin.delete_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout + 5)
+    except (KafkaException, TimeoutError) as e:
+        error = e.args[0] if e.args else None
+        if getattr(error, "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
+            return
+        raise RetriableError(f"cannot delete consumer group '{group}' at {clients.bootstrap}: "
+                             f"{describe_client_error(e)}") from e
 
 
 class BatchMarkers:
