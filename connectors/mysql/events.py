@@ -425,13 +425,6 @@ def _source_columns(layout: Layout, shaping: Shaping) -> tuple[SourceColumn, ...
     return tuple(out)
 
 
-def union_rows(frames: Sequence[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
-
-
 # --- schema change events and heartbeats ---------------------------------------------------------------
 
 SCHEMA_CHANGE_KEY = S.struct("io.debezium.connector.mysql.SchemaChangeKey", ("databaseName", S.STRING_SCHEMA),

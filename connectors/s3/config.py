@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from connectors.storage.partitioners import PARTITION_FIELD_NAME
 from ingest.config.configdef import ConfigDef, Importance, Range, Type, ValidString
 from ingest.errors import Problem
 
@@ -18,7 +19,6 @@ DIRECTORY_DELIM = "directory.delim"
 FILE_DELIM = "file.delim"
 ZERO_PAD_WIDTH = "filename.offset.zero.pad.width"
 PARTITIONER_CLASS = "partitioner.class"
-PARTITION_FIELD_NAME = "partition.field.name"
 BEHAVIOR_ON_NULL_VALUES = "behavior.on.null.values"
 STORE_KAFKA_KEYS = "store.kafka.keys"
 STORE_KAFKA_HEADERS = "store.kafka.headers"

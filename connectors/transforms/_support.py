@@ -148,21 +148,6 @@ def to_variant(value: Column, data_type: T.DataType) -> Column:
     return value.cast("variant")
 
 
-def struct_of(fields: list[tuple[str, Column]]) -> Column:
-    """A Spark struct in the given field order."""
-    return F.struct(*[c.alias(n) for n, c in fields])
-
-
-def field_type(data_type: T.DataType, name: str) -> T.DataType:
-    assert isinstance(data_type, T.StructType)
-    return data_type[name].dataType
-
-
-def null_if_null(value: Column, result: Column) -> Column:
-    """`value == null ? null : result`: Kafka's transforms pass null values (tombstones) through."""
-    return F.when(value.isNull(), F.lit(None)).otherwise(result)
-
-
 MILLIS_PER_DAY = 86_400_000
 
 

@@ -379,9 +379,6 @@ class BatchRunner:
         return sum(max(end - committed.get((t, p), {}).get("kafka_offset", start), 0)
                    for t, p, start, end in self._assigned(task_id, task_count))
 
-    def plan_sink(self, task_id: int, task_count: int, group: str) -> list[TopicRange]:
-        return self._plan_positions(task_id, task_count, group)[0]
-
     def _plan_positions(self, task_id: int, task_count: int, group: str) -> tuple[list[TopicRange], list[OffsetReset]]:
         """The batch's ranges, from the committed positions; and the positions below a log start that
         `consumer.override.auto.offset.reset` moves (none set: a StateError, never a silent loss)."""
