@@ -61,10 +61,18 @@ class TaskContext:
     log: logging.LoggerAdapter
     lake_root: str
     storage_options: Mapping[str, str] = field(default_factory=dict)
+    errant: list[Any] = field(default_factory=list)
+    """What a sink task reported during `put` (see `report`); the runtime takes it after the put."""
 
     @property
     def spark(self) -> SparkSession:
         return self.spark_factory()
+
+    def report(self, batch: Any) -> None:
+        """Kafka's ErrantRecordReporter: records of `batch` (a RecordBatch) the sink could not write, each
+        marked with its reason (`ingest.runtime.tolerance.mark`). Under `errors.tolerance=all` they go to the
+        dead letter queue and the batch commits; else the first one fails the task."""
+        self.errant.append(batch)
 
 
 class Connector(Plugin):
@@ -211,7 +219,8 @@ class SinkTask:
         return {}
 
     def put(self, batches: list[RecordBatch], ranges: list[TopicRange], prepared: JsonMap, batch_id: int) -> None:
-        """Write the records durably. Called again with the same arguments after a crash: idempotent."""
+        """Write the records durably. Called again with the same arguments after a crash: idempotent.
+        Records it cannot write it reports through `self.context.report` (Kafka's ErrantRecordReporter)."""
         raise NotImplementedError
 
     def pre_commit(self, ranges: list[TopicRange]) -> dict[tuple[str, int], OffsetAndMetadata]:

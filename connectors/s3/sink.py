@@ -141,7 +141,8 @@ class S3SinkTask(SinkTask):
         skew = int(os.environ.get(CLOCK_SKEW_ENV) or 0)
         return {NOW_MS: int(time.time() * 1000) + skew}
 
-    def put(self, batches: list[RecordBatch], ranges: list[TopicRange], prepared: dict[str, Any], batch_id: int):
+    def put(self, batches: list[RecordBatch], ranges: list[TopicRange], prepared: dict[str, Any],
+            batch_id: int) -> None:
         config = self.config
         store = _store(config)
         store.check()
@@ -170,7 +171,7 @@ class S3SinkTask(SinkTask):
         # send to the dead letter queue) the same records again. The writer's positions replace these.
         self._next = {(r.topic, r.partition): OffsetAndMetadata(r.end, None) for r in ranges if r.end > r.start}
         if not frames:
-            return []
+            return
         df = frames[0]
         for f in frames[1:]:
             df = df.unionByName(f, allowMissingColumns=True)
@@ -200,7 +201,8 @@ class S3SinkTask(SinkTask):
                 errant.append(r)
         self.context.log.info(f"committed {sum(1 for r in rows if r['kind'] == 'object')} object set(s) "
                               f"holding {sum(r['records'] for r in rows if r['kind'] == 'object')} records")
-        return self._errant(batches, errant)
+        for batch in self._errant(batches, errant):
+            self.context.report(batch)
 
     def pre_commit(self, ranges: list[TopicRange]) -> dict[tuple[str, int], OffsetAndMetadata]:
         return dict(self._next)

@@ -485,17 +485,24 @@ class BatchRunner:
             good.clear()
             guarded.clear()
             for batch in self.pipeline.transform(batches):
+                # Under tolerance the records keep ORIGIN into the put: a record the sink reports goes to the
+                # dead letter queue as it was consumed (sinks select the columns they write).
+                keep = (ORIGIN,) if policy.tolerate else ()
                 if policy.tolerate and has_errors(batch.df):
-                    ok, bad = split(batch.df)
+                    ok, bad = split(batch.df, keep)
                     failed.append(bad)
                     good.append(batch.with_df(ok))
                 else:
                     guarded.append(batch.df)
-                    good.append(batch.with_df(strip(guard(batch.df))))
+                    good.append(batch.with_df(strip(guard(batch.df), keep)))
+
+        def attempt() -> list[RecordBatch]:
+            task.context.errant.clear()  # what an attempt that failed reported is not this one's
+            returned = task.put(good, ranges, prepared, batch_id)
+            return [*task.context.errant, *(returned or [])]  # (a sink written before `report` returns them)
 
         def put() -> Any:
-            return policy.retrying(lambda: task.put(good, ranges, prepared, batch_id), TASK_PUT,
-                                   f"sink batch {batch_id}")
+            return policy.retrying(attempt, TASK_PUT, f"sink batch {batch_id}")
 
         def put_or_read_again() -> Any:
             try:

@@ -253,16 +253,16 @@ def run_guarded(operation: Callable[[], T], connector: str, task: int, frames: I
         _GUARDED.reset(watching)
 
 
-def split(df: DataFrame) -> tuple[DataFrame, DataFrame | None]:
-    """(records that did not fail, records that failed) of a batch, internal columns dropped from the first."""
+def split(df: DataFrame, keep: tuple[str, ...] = ()) -> tuple[DataFrame, DataFrame | None]:
+    """(records that did not fail, records that failed) of a batch, internal columns but `keep` dropped from
+    the first."""
     if ERROR not in df.columns:
         return df, None
-    good = df.filter(F.col(ERROR).isNull()).drop(*[c for c in INTERNAL_COLUMNS if c in df.columns])
-    return good, df.filter(F.col(ERROR).isNotNull())
+    return strip(df.filter(F.col(ERROR).isNull()), keep), df.filter(F.col(ERROR).isNotNull())
 
 
-def strip(df: DataFrame) -> DataFrame:
-    return df.drop(*[c for c in INTERNAL_COLUMNS if c in df.columns])
+def strip(df: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
+    return df.drop(*[c for c in INTERNAL_COLUMNS if c in df.columns and c not in keep])
 
 
 def log_failed(policy: ErrorPolicy, failed: DataFrame, connector: str, task: int, sink: bool) -> int:

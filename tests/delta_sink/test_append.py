@@ -73,3 +73,15 @@ def test_schemaless_values_are_kept_as_json_text(spark, worker_file):
     assert sorted(json.loads(r[0]) if r[0].startswith("{") else r[0] for r in
                   table_rows(worker_file, "events") if r[0].startswith("{")) == [{"a": 1, "b": [True]}]
     assert len(table_rows(worker_file, "events")) == 2  # the tombstone makes no row
+
+
+def test_records_set_aside_under_tolerance_leave_the_table_its_own_columns(spark, worker_file):
+    """Under errors.tolerance=all the batch's records carry their consumed form to the sink (for a record it
+    reports); the table still gets only its columns, and the record that is not JSON goes to the queue."""
+    produce(spark, worker_file, "orders", [(None, order(1, "a", 1)), (None, "not json"), (None, order(3, "c", 3))])
+    worker = worker_of(worker_file)
+    worker.create("lake", sink_config(topics="orders", **{"errors.tolerance": "all",
+                                                          "errors.deadletterqueue.topic.name": "dlq"}))
+    worker.run("lake")
+    assert table_columns(worker_file, "orders") == ["id", "product", "quantity", *COORDINATES]
+    assert [(r[0], r[1]) for r in table_rows(worker_file, "orders")] == [(1, "a"), (3, "c")]

@@ -249,6 +249,26 @@ def test_a_tombstone_beside_a_malformed_record_under_tolerance(world):
     assert [bytes(r["value"]) for r in letters] == [b"not json"]
 
 
+def test_a_record_the_writer_refuses_goes_to_the_dead_letter_queue(world):
+    """Under errors.tolerance=all a record the S3 writer cannot place (a null partition field) is reported
+    (Kafka's ErrantRecordReporter) and lands in the dead letter queue with its reason; the others are written
+    and the batch commits past all of them."""
+    worker, objects, produce = world
+    produce([value(0, gift=True), value(1), value(2, gift=False)])
+    name = sink(worker, objects, **{"partitioner.class": "FieldPartitioner", "partition.field.name": "gift",
+                                    "flush.size": "1", "errors.tolerance": "all",
+                                    "errors.deadletterqueue.topic.name": "dlq",
+                                    "errors.deadletterqueue.context.headers.enable": "true"})
+    worker.run(name)
+    assert sorted(files(objects)) == ["topics/orders/gift=false/orders+0+0000000002.json",
+                                      "topics/orders/gift=true/orders+0+0000000000.json"]
+    letters = TopicTable(worker.lake_root, "dlq").read(spark=worker.spark()).collect()
+    assert [bytes(r["value"]) for r in letters] == [value(1)]
+    headers = {h["key"]: h["value"] for h in letters[0]["headers"]}
+    assert b"names no partition" in headers["__connect.errors.exception.message"], headers
+    assert {o["partition"]["kafka_partition"]: o["offset"]["kafka_offset"] for o in worker.offsets(name)} == {0: 3}
+
+
 def test_a_record_without_the_partition_field_names_the_field(world):
     worker, objects, produce = world
     produce([value(0)])
