@@ -94,7 +94,8 @@ def connector_config(services, **extra: str) -> dict[str, str]:
 def create(base: Path, name: str, config: dict[str, str], **worker_extra: str) -> Path:
     """The connector `name` in a new lake under `base`; returns the worker file. Its trust and key stores'
     directories are allowed paths of the worker."""
-    stores = [str(Path(config[k]).parent) for k in ("database.ssl.truststore", "database.ssl.keystore") if config.get(k)]
+    stores = [str(Path(config[k]).parent) for k in ("database.ssl.truststore", "database.ssl.keystore")
+              if config.get(k)]
     if stores:
         worker_extra.setdefault("lake.allowed.paths", ",".join(sorted(set(stores))))
     (base / "lake").mkdir(parents=True, exist_ok=True)
