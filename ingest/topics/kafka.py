@@ -421,22 +421,10 @@ def commit_group(clients: KafkaClients, group: str, offsets: Mapping[tuple[str, 
                  timeout_s: float | None = None) -> None:
     """Commit `offsets` (the next offset to read of each partition) for the consumer group, as a sink
     task's consumer does once the records before them are durable; marked as this program's (GROUP_MARK)."""
-    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    if not offsets:
-        return
-    consumer = _group_consumer(clients, group)
-    try:
-        result = consumer.commit(offsets=[TopicPartition(t, p, o, GROUP_MARK) for (t, p), o in sorted(offsets.items())],
-                                 asynchronous=False)
-    except KafkaException as e:
-        raise RetriableError(f"cannot commit the offsets of consumer group '{group}' to {clients.bootstrap}: "
-                             f"{describe_client_error(e)}") from e
-    finally:
-        consumer.close()
-    failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in result or [] if tp.error is not None]
-    if failed:
-        raise RetriableError(f"committing consumer group '{group}' failed for " + ", ".join(failed))
+    if offsets:
+        _commit(clients, group, [TopicPartition(t, p, o, GROUP_MARK) for (t, p), o in sorted(offsets.items())])
 
 
 def forget_group_offsets(clients: KafkaClients, group: str, partitions: Sequence[tuple[str, int]],
@@ -444,7 +432,7 @@ def forget_group_offsets(clients: KafkaClients, group: str, partitions: Sequence
     """The group without committed offsets for `partitions` (KIP-875's null offset of a sink partition). The
     client has no call to delete one partition's offset: the group is deleted and its other offsets committed
     again as they were."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(clients.admin())
@@ -453,8 +441,7 @@ def forget_group_offsets(clients: KafkaClients, group: str, partitions: Sequence
         listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
                                                    request_timeout=timeout)[group].result(timeout=timeout + 5)
     except (KafkaException, TimeoutError) as e:
-        error = e.args[0] if e.args else None
-        if getattr(error, "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
+        if _no_such_group(e):
             return
         raise RetriableError(f"cannot read the offsets of consumer group '{group}' at {clients.bootstrap}: "
                              f"{describe_client_error(e)}") from e
@@ -465,26 +452,37 @@ def forget_group_offsets(clients: KafkaClients, group: str, partitions: Sequence
     delete_group(clients, group, timeout_s)
     kept = [tp for tp in committed if (tp.topic, tp.partition) not in gone]
     if kept:
-        _commit_exact(clients, group, kept)
+        _commit(clients, group, kept)
 
 
-def _commit_exact(clients: KafkaClients, group: str, tps: list) -> None:
+def _commit(clients: KafkaClients, group: str, tps: list) -> None:
+    """Commit `tps` (TopicPartitions with their offsets and metadata) for the group, synchronously."""
     from confluent_kafka import KafkaException
 
     consumer = _group_consumer(clients, group)
     try:
-        consumer.commit(offsets=tps, asynchronous=False)
+        result = consumer.commit(offsets=tps, asynchronous=False)
     except KafkaException as e:
         raise RetriableError(f"cannot commit the offsets of consumer group '{group}' to {clients.bootstrap}: "
                              f"{describe_client_error(e)}") from e
     finally:
         consumer.close()
+    failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in result or [] if tp.error is not None]
+    if failed:
+        raise RetriableError(f"committing consumer group '{group}' failed for " + ", ".join(failed))
+
+
+def _no_such_group(e: BaseException) -> bool:
+    from confluent_kafka import KafkaError
+
+    error = e.args[0] if e.args else None
+    return getattr(error, "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND
 
 
 def delete_group(clients: KafkaClients, group: str, timeout_s: float | None = None) -> None:
     """Delete the consumer group and its offsets, as Kafka Connect resets a sink connector's offsets
     (KIP-875); a group that does not exist is already reset."""
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     timeout = timeout_s or clients.api_timeout_s
@@ -492,8 +490,7 @@ def delete_group(clients: KafkaClients, group: str, timeout_s: float | None = No
     try:
         admin.delete_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout + 5)
     except (KafkaException, TimeoutError) as e:
-        error = e.args[0] if e.args else None
-        if getattr(error, "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
+        if _no_such_group(e):
             return
         raise RetriableError(f"cannot delete consumer group '{group}' at {clients.bootstrap}: "
                              f"{describe_client_error(e)}") from e
