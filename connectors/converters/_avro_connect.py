@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from connectors.storage.avro import enum_symbols
+from connectors.storage.avro import enum_symbols, write_long
 from ingest.errors import DataError
 from ingest.records.java import hashmap_order
 from ingest.runtime.tolerance import MARKER
@@ -462,17 +462,6 @@ def has_union(s: ConnectSchema | None) -> bool:
     return any(has_union(f.schema) for f in s.fields or ()) or has_union(s.key_schema) or has_union(s.value_schema)
 
 
-def _zigzag(n: int) -> bytes:
-    """Avro's int encoding (zig-zag, then base-128 varint), for a union's branch index."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 class UnionEncoder:
     """The Avro binary encoding of Connect values whose schema holds unions of several types, which Spark's
     `to_avro` writes only as null-or-one-type. Avro's encoding is a concatenation: a record is its fields'
@@ -528,11 +517,11 @@ class UnionEncoder:
             none = F.raise_error(F.lit(f"{MARKER}a value of the non-optional union {s.name or s.type} is null; "
                                        "AvroConverter cannot write it")).cast("binary")
         else:
-            none = F.lit(_zigzag(null_at))
+            none = F.lit(write_long(null_at))
         if s.name != UNION:  # an optional schema: a union of null and one type
             at = next(i for i, b in enumerate(resolved) if _type(b) != "null")
             return F.when(col.isNull(), none).otherwise(
-                F.concat(F.lit(_zigzag(at)), self._encode(col, s.as_required(), resolved[at], space)))
+                F.concat(F.lit(write_long(at)), self._encode(col, s.as_required(), resolved[at], space)))
         others = [i for i, b in enumerate(resolved) if _type(b) != "null"]
         by_member = {_member_name(resolved[i], self.enhanced): i for i in others}
         out = F.when(col.isNull(), none)
@@ -543,7 +532,7 @@ class UnionEncoder:
             if i is None:
                 raise DataError(f"the union's member '{f.name}' is not a branch of the Avro union it is written to")
             out = out.when(col[f.name].isNotNull(), F.concat(
-                F.lit(_zigzag(i)), self._encode(col[f.name], f.schema.as_required(), resolved[i], space)))
+                F.lit(write_long(i)), self._encode(col[f.name], f.schema.as_required(), resolved[i], space)))
         return out.otherwise(none)
 
     def _block(self, items: Column, encode_item) -> Column:

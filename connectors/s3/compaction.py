@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.storage.avro import read_long, write_long
 from ingest.config.connector import TASKS_MAX
 from ingest.config.worker import LOCKS_DIR
 from ingest.errors import ConfigError, Problem
@@ -205,15 +206,15 @@ def _merge_avro(store, keys, upload) -> None:
                                              "it cannot be merged into it")])
         pos = end
         while pos < len(data):
-            count, pos = _read_long(data, pos)
-            size, pos = _read_long(data, pos)
+            count, pos = read_long(data, pos)
+            size, pos = read_long(data, pos)
             block = data[pos:pos + size]
             pos += size
             if data[pos:pos + 16] != other_sync:
                 raise ConfigError([Problem(None, f"{key} is not a well-formed Avro file (a block without its sync "
                                                  "marker)")])
             pos += 16
-            upload.write(_long(count) + _long(size) + block + sync)
+            upload.write(write_long(count) + write_long(size) + block + sync)
 
 
 def _merge_parquet(store, keys, upload) -> None:
@@ -234,44 +235,23 @@ def _merge_parquet(store, keys, upload) -> None:
         writer.close()
 
 
-def _read_long(data: bytes, pos: int) -> tuple[int, int]:
-    shift, result = 0, 0
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _long(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _avro_header(data: bytes) -> tuple[int, dict[str, str], bytes]:
     """(where the first block starts, the metadata, the sync marker) of an Avro object container file."""
     if data[:4] != MAGIC:
         raise ConfigError([Problem(None, "an object is not an Avro file; check format.class")])
     pos, meta = 4, {}
     while True:
-        count, pos = _read_long(data, pos)
+        count, pos = read_long(data, pos)
         if count == 0:
             break
         if count < 0:
-            _, pos = _read_long(data, pos)
+            _, pos = read_long(data, pos)
             count = -count
         for _ in range(count):
-            n, pos = _read_long(data, pos)
+            n, pos = read_long(data, pos)
             k = data[pos:pos + n].decode()
             pos += n
-            n, pos = _read_long(data, pos)
+            n, pos = read_long(data, pos)
             meta[k] = data[pos:pos + n].decode("latin-1")
             pos += n
     return pos + 16, meta, data[pos:pos + 16]

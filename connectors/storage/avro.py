@@ -690,8 +690,8 @@ def sync_marker(seed: bytes | str) -> bytes:
     return hashlib.sha256(b"lakeconnect avro sync marker\0" + data).digest()[:16]
 
 
-def _long(n: int) -> bytes:
-    """Avro's zig-zag varint."""
+def write_long(n: int) -> bytes:
+    """Avro's long (and int): zig-zag, then a base-128 varint."""
     n = (n << 1) ^ (n >> 63)
     out = bytearray()
     while n & ~0x7F:
@@ -701,7 +701,8 @@ def _long(n: int) -> bytes:
     return bytes(out)
 
 
-def _read_long(buf: memoryview, pos: int) -> tuple[int, int]:
+def read_long(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """The Avro long at `pos` of `buf`, and the position after it."""
     shift = n = 0
     while True:
         b = buf[pos]
@@ -776,10 +777,10 @@ class AvroWriter:
         text = dumps(tree).encode("utf-8")
         meta = [(b"avro.schema", text), (b"avro.codec", self._codec.encode("ascii"))]
         header = bytearray(_MAGIC)
-        header += _long(len(meta))
+        header += write_long(len(meta))
         for k, v in meta:
-            header += _long(len(k)) + k + _long(len(v)) + v
-        header += _long(0) + self._sync
+            header += write_long(len(k)) + k + write_long(len(v)) + v
+        header += write_long(0) + self._sync
         out.write(bytes(header))
 
     @property
@@ -813,10 +814,10 @@ class AvroWriter:
         buf = memoryview(self._scratch.getvalue())
         pos = 0
         while pos < len(buf):  # each block: record count, byte size, the records, the sync marker
-            count, pos = _read_long(buf, pos)
-            size, pos = _read_long(buf, pos)
+            count, pos = read_long(buf, pos)
+            size, pos = read_long(buf, pos)
             data = self._compress(bytes(buf[pos:pos + size]))
             pos += size + 16
-            self._out.write(_long(count) + _long(len(data)) + data + self._sync)
+            self._out.write(write_long(count) + write_long(len(data)) + data + self._sync)
         self._scratch.seek(0)
         self._scratch.truncate()
