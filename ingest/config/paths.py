@@ -15,6 +15,7 @@ import posixpath
 from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit
 
+from ingest.config.configdef import redact_url
 from ingest.config.worker import ALLOWED_PATHS
 from ingest.errors import Problem
 
@@ -61,6 +62,6 @@ def path_problems(paths: Iterable[tuple[str, str]], lake_root: str, allowed: Ite
         if any(within(normalized(path), root) for root in bounds):
             continue
         where = f"the lake ({lake_root})" + (f" and {ALLOWED_PATHS} ({', '.join(allowed)})" if allowed else "")
-        problems.append(Problem(key, f"{path[:300]} is outside {where}: keep it in the lake, or add its directory "
+        problems.append(Problem(key, f"{redact_url(path)[:300]} is outside {where}: keep it in the lake, or add its directory "
                                      f"to {ALLOWED_PATHS} in the worker configuration"))
     return problems

@@ -30,6 +30,9 @@ def test_roots_and_prefixes(tmp_path):
     assert not path_problems([("k", "s3://exports/x")], "s3://bucket/lake", ["s3://exports"])
     assert path_problems([("k", str(lake))], "s3://bucket/lake", [])  # a local path is not below an s3 prefix
     assert path_problems([("k", "a\0b")], str(lake), [])[0].message == "a path must not contain a NUL character"
+    # a password in a URI is not shown in the message
+    [problem] = path_problems([("k", "s3://user:s3cr3t@other/t")], "s3://bucket/lake", [])
+    assert "s3cr3t" not in problem.message and "s3://user:[hidden]@other/t" in problem.message
     assert within(normalized("s3://b/x/"), normalized("s3://b/x"))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ingest.topics.kafka import GROUP_MARK, KafkaClients, group_positions
+from ingest.topics.kafka import KafkaClients, group_positions
 from tests.conftest import cli_here
 from tests.kafka.test_pipeline import kafka_worker, lake_offsets, produce
 
@@ -80,4 +80,3 @@ def test_reset_alter_and_the_groups_own_reset_move_the_sink(tmp_path, kafka):
     assert group_offset() is None
     _run(worker)
     assert _lines(out)[9:] == ["v0", "v1", "v2"] and group_offset() == (3, True)
-    assert GROUP_MARK == "lakeconnect"
