@@ -175,9 +175,9 @@ class Worker:
         if self._kind(config) == "sink":
             return f"connect-{name}", self.stores.offsets
         table = config.get("offsets.storage.topic")
-        if table and valid_table_name("offsets.storage.topic", table):  # a config stored before names were checked
-            raise StateError(f"connector '{name}': {valid_table_name('offsets.storage.topic', table)}; update its "
-                             "config with a valid offsets.storage.topic")
+        problem = valid_table_name("offsets.storage.topic", table) if table else None
+        if problem:  # a config stored before names were checked
+            raise StateError(f"connector '{name}': {problem}; update its config with a valid offsets.storage.topic")
         store = OffsetStore(state_uri(self.lake_root, table), self.storage_options) if table else self.stores.offsets
         return name, store
 
