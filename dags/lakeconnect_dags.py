@@ -4,7 +4,7 @@ Point Airflow at this directory (AIRFLOW__CORE__DAGS_FOLDER=<project>/dags). Par
 configuration ($LAKECONNECT_WORKER, else conf/worker.properties), the connector files
 ($LAKECONNECT_CONNECTORS_DIR, else conf/connectors) and the config store; it never imports Spark. Runs
 happen in `python -m ingest` processes of the project's interpreter ($LAKECONNECT_PYTHON, else
-.venv/bin/python). See README.md, "Airflow".
+.venv/bin/python). See docs/airflow.md.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import enum
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from ingest.config.configdef import Config, ConfigDef
 
@@ -37,6 +37,9 @@ class Plugin:
 
     aliases: ClassVar[tuple[str, ...]] = ()
     version: ClassVar[str] = "0.1.0"
+    settings_class: ClassVar[type | None] = None
+    """The plugin's typed settings (an `ingest.config.settings.Settings`), read from a config of `config_def()`:
+    every key they name must be one it declares (the plugin contract suite checks it)."""
 
     @classmethod
     def config_def(cls) -> ConfigDef:
@@ -63,6 +66,9 @@ class TaskContext:
     storage_options: Mapping[str, str] = field(default_factory=dict)
     errant: list[Any] = field(default_factory=list)
     """What a sink task reported during `put` (see `report`); the runtime takes it after the put."""
+    app_id: str = ""
+    """The app transaction of the task's writes (ingest/runtime/batches.py `task_app_id`): a sink writing a
+    transactional store commits each batch as (app_id, batch id), so a batch run again is skipped."""
 
     @property
     def spark(self) -> SparkSession:
@@ -315,6 +321,11 @@ class Transform(Plugin):
     Dropping records (Filter) means returning a batch without them.
     """
 
+    scoped: ClassVar[bool] = False
+    """True when `apply` honours a boolean column `ingest.runtime.pipeline.SCOPE` (the predicate's answer),
+    changing only the records in scope: the runtime then applies it in one pass instead of splitting the
+    batch by the predicate and applying it to the part in scope."""
+
     def __init__(self, config: Config):
         self.config = config
 
@@ -365,9 +376,16 @@ class Format(Plugin):
     """Object-store sinks: how records become the bytes of one object (`format.class`)."""
 
     extension: ClassVar[str] = ""
+    compressible: ClassVar[bool] = True
+    """Whether the store's compression (`s3.compression.type`) applies to its objects (JSON and ByteArray, as
+    in Confluent's connector; Avro and Parquet compress inside the file)."""
 
     def __init__(self, config: Config):
         self.config = config
+
+    def file_extension(self) -> str:
+        """The objects' extension (before any compression suffix): `extension` unless a setting changes it."""
+        return self.extension
 
     def payload(self, df: Any, column: str, schema: Any, is_key: bool = False) -> Any:
         """Driver side: `df` with `column` (Connect data of `schema`) replaced by what each record gives its
@@ -383,3 +401,25 @@ class Format(Plugin):
         payloads)` and `close()` (which finishes the object's bytes but leaves `out` open). `seed` (the
         object's key) makes anything random in the format reproducible."""
         raise NotImplementedError
+
+
+# --- optional abilities: a plugin has one when it has the method ---------------------------------------
+
+
+@runtime_checkable
+class Compactable(Protocol):
+    """A sink connector whose output can be compacted (`lakeconnect compact NAME`): an S3 sink's small objects."""
+
+    @staticmethod
+    def compact(worker: Any, name: str, **options: Any) -> dict[str, Any]:
+        """Merge what the connector `name` wrote; a summary (what would be merged, with `dry_run=True`)."""
+        ...
+
+
+@runtime_checkable
+class Signallable(Protocol):
+    """A source connector that takes Debezium's ad-hoc signals (`lakeconnect signal NAME`)."""
+
+    def send_signal(self, kind: str, collections: list[str]) -> str:
+        """Record a signal (e.g. `execute-snapshot` of `collections`) its next batches apply; the signal's id."""
+        ...

@@ -7,6 +7,7 @@ tried again (exit code 75, EX_TEMPFAIL, so a scheduler retries only those); `Fat
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 
@@ -75,8 +76,28 @@ class FatalError(LakeConnectError):
     """A failure that needs a person: the task goes FAILED with this message."""
 
 
+DATA_EXCEPTION = "org.apache.kafka.connect.errors.DataException"
+
+
 class DataError(LakeConnectError):
-    """One record cannot be converted, transformed or written."""
+    """One record (or a batch's schema) cannot be converted, transformed or written.
+
+    Its context, for Kafka's error reporting (`errors.*` logs, the dead letter queue's headers): the Java
+    exception Kafka would have thrown (`exception_class`), and the stage and class that failed, when the code
+    that raises it knows them; a stage adds its own with `in_stage`."""
+
+    def __init__(self, message: str, *, exception_class: str | None = None, stage: str | None = None,
+                 executing_class: str | None = None):
+        super().__init__(message)
+        self.exception_class = exception_class or DATA_EXCEPTION
+        self.stage = stage
+        self.executing_class = executing_class
+
+    def in_stage(self, stage: str, executing_class: str | None) -> DataError:
+        """This error as `stage` (run by `executing_class`) reports it: a copy, the original unchanged."""
+        found = copy.copy(self)
+        found.stage, found.executing_class = stage, executing_class
+        return found
 
 
 def from_executor(e: BaseException, doing: str) -> LakeConnectError:

@@ -6,7 +6,7 @@ fast to plan against, and applies the topics' retention and compaction as Kafka'
 The operations, in the order they run on each table:
 
 - `clean` (topics): `cleanup.policy` applied: records past `retention.ms` / `retention.bytes` removed,
-  compacted topics keep the newest record of each key (`TopicTable.clean`). Offsets never change.
+  compacted topics keep the newest record of each key (`ingest.topics.cleanup.clean_topic`). Offsets never change.
 - `history` (state tables): the offsets, configs, status and runs tables keep every row younger than
   the history window and, of the older rows, the newest of each key (latest wins), in one file.
 - `compact`: small files merged into files of about `target_file_bytes` (delta-rs OPTIMIZE: the same
@@ -44,7 +44,7 @@ from ingest.delta._files import write_files
 from ingest.delta._table import first_line, is_local, normalize_uri, open_table
 from ingest.delta.read import snapshot_files
 from ingest.errors import ConfigError, LakeConnectError, Problem, RetriableError, StateError
-from ingest.runtime import secrets
+from ingest.config import secrets
 from ingest.state.stores import EMPTY, ConfigStore, OffsetStore, RunStore, StatusStore
 from ingest.topics._lock import lake_lock
 
@@ -137,7 +137,8 @@ def discover(lake_root: str, topics: Sequence[str] | None, state_tables: Sequenc
              include_state: bool = True, storage_options: Mapping[str, str] | None = None) -> list[Target]:
     """The tables to maintain: the named topics (or every topic of the lake), then the state tables under
     `_connect` (every Delta table there on a local lake; the worker's four on a remote one)."""
-    from ingest.topics.table import TOPICS_DIR, list_topics
+    from ingest.topics.layout import TOPICS_DIR
+    from ingest.topics.table import list_topics
 
     root = normalize_uri(lake_root)
     if topics is None:
@@ -276,10 +277,11 @@ class Maintainer:
         report.stored_bytes = _stored_bytes(target.uri)
 
     def _clean(self, target: Target) -> dict[str, Any] | None:
+        from ingest.topics.cleanup import clean_topic
         from ingest.topics.table import TopicTable
 
-        result = TopicTable(self.lake_root, target.name, self.storage_options, spark=self.spark).clean(
-            now_ms=None if self.now is None else int(self.now * 1000), spark=self.spark)
+        result = clean_topic(TopicTable(self.lake_root, target.name, self.storage_options, spark=self.spark),
+                             now_ms=None if self.now is None else int(self.now * 1000), spark=self.spark)
         return result.to_json() if result.table_version is not None else None  # None: nothing to remove
 
     def _history(self, target: Target, dt: DeltaTable) -> dict[str, int] | None:

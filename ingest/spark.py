@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ingest.errors import ConfigError, Problem, RetriableError
+from ingest.jvm import jar_path, session_key
 from ingest.runtime import faults
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # HotSpot leaves methods over 8,000 bytes of bytecode interpreted. Whole-stage code generation writes
     # one such method for a stage that builds Debezium envelopes or JSON records with schemas, so the
     # stage's per-row loop never got compiled: with the flag a CDC batch's write step took 15-20% less and
-    # a 1M-row snapshot 30% (tests/bench/bench_mysql.py, README "MySQL CDC").
+    # a 1M-row snapshot 30% (tests/bench/bench_mysql.py, docs/benchmarks.md).
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -XX:-DontCompileHugeMethods",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC -XX:-DontCompileHugeMethods",
 }
@@ -88,8 +89,6 @@ def spark_conf(settings: Mapping[str, str] | None = None) -> dict[str, str]:
     if conf["spark.master"].startswith("local") and "spark.driver.memory" not in given:
         conf["spark.driver.memory"] = local_driver_memory()
     jars = jdbc_driver_jars()
-    from ingest.jvm import jar_path
-
     own = jar_path()
     if own is not None:  # lakeconnect's Java functions (Kafka's partitioner), when built
         jars.append(str(own))
@@ -196,12 +195,6 @@ def stop_spark() -> None:
         _session = None
         if session is not None:
             session.stop()
-
-
-def session_key(spark: SparkSession) -> tuple[int, str]:
-    """Identifies one Spark session of this process (its JVM gateway and the session's object there): what
-    was made in the JVM for a session (a registered function, a column expression) holds while it does."""
-    return id(spark.sparkContext._gateway), spark._jsparkSession._target_id
 
 
 class SessionCache:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.errors import ConfigError, DataError, Problem, RetriableError
-from ingest.runtime import secrets
+from ingest.config import secrets
 
 TIMEOUT_S = 30.0
 MAX_RESPONSE = 4 << 20

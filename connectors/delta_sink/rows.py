@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from connectors.delta_sink import config as C
+from ingest.config.settings import Settings, setting
 from ingest.records import KEY, OFFSET, PARTITION, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records.schema import ConnectSchema
 
@@ -43,17 +44,14 @@ class Refused(Exception):
 
 
 @dataclass(frozen=True)
-class Settings:
-    mode: str
-    pk_mode: str
-    pk_fields: tuple[str, ...]
-    delete_enabled: bool
-    unwrap: str
+class DeltaSinkSettings(Settings):
+    """How records become rows: the sink's typed keys."""
 
-    @classmethod
-    def from_config(cls, config) -> Settings:
-        return cls(config[C.INSERT_MODE].lower(), config[C.PK_MODE].lower(), tuple(config[C.PK_FIELDS] or ()),
-                   bool(config[C.DELETE_ENABLED]), config[C.DEBEZIUM_UNWRAP].lower())
+    mode: str = setting(C.INSERT_MODE, str.lower)
+    pk_mode: str = setting(C.PK_MODE, str.lower)
+    pk_fields: tuple[str, ...] = setting(C.PK_FIELDS, lambda v: tuple(v or ()))
+    delete_enabled: bool = setting(C.DELETE_ENABLED, bool)
+    unwrap: str = setting(C.DEBEZIUM_UNWRAP, str.lower)
 
     @property
     def upsert(self) -> bool:
@@ -80,7 +78,7 @@ def is_envelope(schema: ConnectSchema | None) -> bool:
             and all(schema.field(n) is not None for n in (BEFORE, AFTER, SOURCE, OP)))
 
 
-def applies_envelope(settings: Settings, value_schema: ConnectSchema | None) -> bool:
+def applies_envelope(settings: DeltaSinkSettings, value_schema: ConnectSchema | None) -> bool:
     if settings.unwrap == C.UNWRAP_FALSE:
         return False
     if settings.unwrap == C.UNWRAP_TRUE:
@@ -96,7 +94,7 @@ def _envelope_shaped(schema: ConnectSchema) -> bool:
     return schema.type == "struct" and all(schema.field(n) is not None for n in (BEFORE, AFTER, OP))
 
 
-def rows(batch: RecordBatch, settings: Settings, schemaless: bool = True) -> DataFrame:
+def rows(batch: RecordBatch, settings: DeltaSinkSettings, schemaless: bool = True) -> DataFrame:
     """The batch's rows: the table's columns (key first), then the MARKERS columns.
 
     `schemaless` (insert mode): a value without a schema becomes the `value` column (its JSON text);
@@ -164,7 +162,7 @@ def rows(batch: RecordBatch, settings: Settings, schemaless: bool = True) -> Dat
     )
 
 
-def _key_columns(settings: Settings, batch: RecordBatch, names: list[str], row: Column,
+def _key_columns(settings: DeltaSinkSettings, batch: RecordBatch, names: list[str], row: Column,
                  row_schema: ConnectSchema | None, df: DataFrame) -> tuple[list[tuple[str, Column]], Column]:
     """(name, column) of each primary key column, and why a record has no key (null when it has one)."""
     mode = settings.pk_mode
@@ -219,7 +217,7 @@ def _key_columns(settings: Settings, batch: RecordBatch, names: list[str], row: 
     return cols, problem
 
 
-def _value_columns(settings: Settings, row: Column, row_schema: ConnectSchema | None, df: DataFrame,
+def _value_columns(settings: DeltaSinkSettings, row: Column, row_schema: ConnectSchema | None, df: DataFrame,
                    exclude: list[str], schemaless: bool) -> list[tuple[str, Column]]:
     if row_schema is not None and row_schema.type == "struct":
         return [(f.name, row[f.name]) for f in row_schema.fields if f.name not in exclude]
@@ -233,7 +231,7 @@ def _value_columns(settings: Settings, row: Column, row_schema: ConnectSchema | 
     return [(VALUE_COLUMN, row)]
 
 
-def _problem(settings: Settings, envelope: bool, op: Column | None, tombstone: Column, is_delete: Column,
+def _problem(settings: DeltaSinkSettings, envelope: bool, op: Column | None, tombstone: Column, is_delete: Column,
              skip: Column, row: Column, struct_row: bool, key_problem: Column) -> Column:
     """Why a record cannot be written; null when it can (or when it makes no row)."""
     p = F.when(skip & ~is_delete, F.lit(None).cast("string"))

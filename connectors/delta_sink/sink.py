@@ -24,13 +24,13 @@ from pyspark.sql import types as T
 from connectors.delta_sink import config as C
 from connectors.delta_sink.rows import (
     AFTER, DELETE, KEY_TEXT, MARKERS, ORDER_OFFSET, ORDER_PARTITION, ORDER_TOPIC, PROBLEM, SKIP, VALUE_COLUMN, Refused,
-    Settings, applies_envelope, key_text, rows,
+    DeltaSinkSettings, applies_envelope, key_text, rows,
 )
 from ingest.api import SinkConnector, SinkTask, TopicRange
 from ingest.config.configdef import ConfigDef
 from ingest.config.connector import TRANSFORMS
 from ingest.delta import (
-    merge_dataframe, normalize_uri, open_table, spark_schema_of_delta, transaction_version, write_dataframe,
+    CommitOptions, merge_dataframe, normalize_uri, open_table, spark_schema_of_delta, transaction_version, write_dataframe,
 )
 from ingest.errors import DataError, LakeConnectError, StateError
 from ingest.records import OFFSET, PARTITION, TOPIC, RecordBatch
@@ -50,6 +50,7 @@ class DeltaTableSinkConnector(SinkConnector):
     Debezium change events)."""
 
     aliases = ("io.lakeconnect.delta.DeltaTableSinkConnector", "DeltaTableSink")
+    settings_class = DeltaSinkSettings
 
     @classmethod
     def config_def(cls) -> ConfigDef:
@@ -69,7 +70,7 @@ class DeltaTableSinkConnector(SinkConnector):
 
 class DeltaTableSinkTask(SinkTask):
     def put(self, batches: list[RecordBatch], ranges: list[TopicRange], prepared: dict[str, Any], batch_id: int):
-        settings = Settings.from_config(self.config)
+        settings = DeltaSinkSettings.from_config(self.config)
         parts: dict[str, list[RecordBatch]] = defaultdict(list)
         for batch in batches:
             for topic, part in self._by_topic(batch, ranges):
@@ -127,9 +128,9 @@ class DeltaTableSinkTask(SinkTask):
 
     # --- one table ---------------------------------------------------------------------------------
 
-    def _write(self, uri: str, parts: list[tuple[RecordBatch, DataFrame]], settings: Settings, batch_id: int):
+    def _write(self, uri: str, parts: list[tuple[RecordBatch, DataFrame]], settings: DeltaSinkSettings, batch_id: int):
         storage = self.context.storage_options
-        app_id = f"connect-{self.context.connector}:task-{self.context.task_id}"
+        app_id = self.context.app_id
         dt = open_table(uri, storage)
         if dt is not None:
             done = transaction_version(dt, app_id)
@@ -157,7 +158,7 @@ class DeltaTableSinkTask(SinkTask):
         if not settings.upsert:
             result = write_dataframe(records.select(*[F.col(f"`{c}`") for c in columns]), uri, app_id=app_id,
                                      version=batch_id, schema_mode=evolve, storage_options=storage,
-                                     commit_metadata=metadata, check_files=check)
+                                     commit=CommitOptions(metadata=metadata, check_files=check))
             if result is not None:
                 self.context.log.info(f"appended {result.num_records} rows to Delta table {uri} "
                                       f"(version {result.version})")
@@ -173,7 +174,7 @@ class DeltaTableSinkTask(SinkTask):
             self.context.log.info(f"merged into Delta table {uri} (version {result.version}): "
                                   f"{len(result.removed)} file(s) rewritten, {result.rows_written} rows written")
 
-    def _keys(self, uri: str, parts, settings: Settings) -> list[str]:
+    def _keys(self, uri: str, parts, settings: DeltaSinkSettings) -> list[str]:
         """The primary key's columns, the same for every batch of the table."""
         keys: list[str] | None = None
         for part, _ in parts:

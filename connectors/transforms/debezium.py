@@ -20,7 +20,7 @@ from connectors.transforms._support import java_class_of, list_setting, require_
 from connectors.transforms.headers import CrossCheckedConfigDef, append_headers, header_array, header_text
 from ingest.api import Transform
 from ingest.config.configdef import ConfigDef, Importance, Type, ValidRegex, ValidString
-from ingest.errors import DataError, Problem
+from ingest.errors import DATA_EXCEPTION, DataError, Problem
 from ingest.records import HEADERS, KEY, TOPIC, VALUE, RecordBatch
 from ingest.records.schema import OPTIONAL_STRING_SCHEMA, STRING_SCHEMA, ConnectSchema, Field
 
@@ -42,9 +42,7 @@ def is_envelope(schema: ConnectSchema | None) -> bool:
 
 
 def _error(message: str, exception: str) -> DataError:
-    error = DataError(message)
-    error.exception_class = exception
-    return error
+    return DataError(message, exception_class=exception)
 
 
 def _java_split(text: str, separator: str) -> list[str]:
@@ -88,7 +86,7 @@ class FieldReference:
                 return None, f"No field '{self.struct}' in the envelope schema {envelope.name}", NULL_POINTER
             parent = host.schema
             if parent.type != "struct":
-                return None, "Cannot look up fields on non-struct type", "org.apache.kafka.connect.errors.DataException"
+                return None, "Cannot look up fields on non-struct type", DATA_EXCEPTION
         found = parent.field(self.field)
         if found is None:
             return None, f"Unexpected field name: {self.field}", ILLEGAL_ARGUMENT

@@ -161,9 +161,8 @@ class _ExtractField(KeyOrValueTransform):
                 raise DataError(NON_STRUCT_LOOKUP)
             field = current.field(step)
             if field is None:
-                error = DataError(f"Unknown field: {self.original_path}")
-                error.exception_class = "java.lang.IllegalArgumentException"  # type: ignore[attr-defined]
-                raise error
+                raise DataError(f"Unknown field: {self.original_path}",
+                                exception_class="java.lang.IllegalArgumentException")
             fields.append(field)
             current = field.schema
         return fields

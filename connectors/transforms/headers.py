@@ -242,10 +242,8 @@ class HeaderFrom(KeyOrValueTransform):
         for name in self.fields:
             if schema.field(name) is None:
                 where = f"the {self.part} schema" + (f" {schema.name}" if schema.name else "")
-                error = DataError(f"Field '{name}' named in '{FIELDS}' is not in {where}: Kafka's HeaderFrom "
-                                  "fails with a NullPointerException")
-                error.exception_class = NULL_POINTER
-                raise error
+                raise DataError(f"Field '{name}' named in '{FIELDS}' is not in {where}: Kafka's HeaderFrom "
+                                "fails with a NullPointerException", exception_class=NULL_POINTER)
         value = self.operating_value()
         batch = batch.fail(value.isNull(), f"Only Struct objects supported for [{self.purpose}], found: null")
         replace_null = self.config[REPLACE_NULL_WITH_DEFAULT]

@@ -11,7 +11,7 @@ import sys
 import traceback
 
 from ingest.errors import LakeConnectError
-from ingest.runtime import secrets
+from ingest.config import secrets
 
 DEBUG_ENV = "LAKECONNECT_DEBUG"
 

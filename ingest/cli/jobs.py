@@ -7,15 +7,16 @@ import json
 import sys
 from pathlib import Path
 
+from ingest.api import Signallable
 from ingest.errors import ConfigError, Problem
 
 
 def _spec(args, name: str):
     """The connector as the config store has it (a connector file is not enough: the job runs the stored one)."""
-    from ingest.cli.commands import worker_for
+    from ingest.runtime.worker import Worker
     from ingest.orchestration.specs import ConnectorSpec
 
-    worker = worker_for(args)
+    worker = Worker.load(args.worker)
     found = worker.stores.configs.require(name)
     return worker, ConnectorSpec(name, {str(k): str(v) for k, v in found["config"].items()}, None,
                                  found["target_state"])
@@ -54,7 +55,7 @@ def cmd_signal(args) -> int:
         raise ConfigError([Problem(None, "--incremental-snapshot needs at least one <db>.<table>")])
     setup = worker.validate(spec.config, source=f"connector '{args.name}'")
     connector = setup.connector()
-    if not hasattr(connector, "send_signal"):
+    if not isinstance(connector, Signallable):
         raise ConfigError([Problem("connector.class", f"connector '{args.name}' ({setup.info.name}) takes no "
                                                       "signals; incremental snapshots are for MySQL CDC connectors "
                                                       "(MySqlConnector with signal.data.collection)")])

@@ -22,7 +22,7 @@ from ingest.config.worker import (
 )
 from ingest.config.configdef import secret_values
 from ingest.errors import ConfigError, Problem
-from ingest.runtime import secrets
+from ingest.config import secrets
 
 RETRY_EXIT_CODE = 75
 

@@ -14,7 +14,7 @@ TLS_KEY_PASSWORD_ENV = "LAKECONNECT_REST_TLS_KEY_PASSWORD"
 
 
 def cmd_rest(args) -> int:
-    from ingest.cli.commands import worker_for
+    from ingest.runtime.worker import Worker
     from ingest.rest.app import ConnectApi
     from ingest.rest.guard import require_authentication
     from ingest.rest.server import RestServer, Tls, load_credentials, parse_listener
@@ -31,7 +31,7 @@ def cmd_rest(args) -> int:
         from ingest.errors import ConfigError, Problem
         raise ConfigError([Problem("--client-timeout", f"expected a number of seconds above 0, got "
                                                        f"{args.client_timeout:g}")])
-    server = RestServer(ConnectApi(worker_for(args)), args.listen, credentials, allowed_hosts=allowed, tls=tls,
+    server = RestServer(ConnectApi(Worker.load(args.worker)), args.listen, credentials, allowed_hosts=allowed, tls=tls,
                         client_timeout=args.client_timeout)
     # SIGTERM (Airflow, systemd, a test) ends the server as Ctrl-C does: requests in flight finish.
     signal.signal(signal.SIGTERM, _interrupt)

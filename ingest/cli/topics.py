@@ -81,16 +81,11 @@ def cmd_create(args) -> int:
 
 
 def cmd_alter(args) -> int:
-    from ingest.topics import TopicTable
-
     updates = _pairs("--add-config", args.add_config)
     if not updates and not args.delete_config:
         raise ConfigError([Problem("--add-config", "nothing to change: give --add-config NAME=VALUE or "
                                                    "--delete-config NAME")])
     table, _ = _topic(args)
-    if not isinstance(table, TopicTable):
-        raise ConfigError([Problem("topic.backend", "topics on a Kafka cluster keep their configs in the "
-                                                    "cluster: change them with Kafka's kafka-configs --alter")])
     configs = table.alter_configs(updates, args.delete_config or [])
     print(f"Completed updating config for topic {args.topic}.")
     print("Configs: " + ",".join(f"{k}={v}" for k, v in sorted(configs.items())))

@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ingest.config.secrets import HIDDEN, scrub
 from ingest.errors import ConfigError, Problem
-
-HIDDEN = "[hidden]"
 
 
 class Type(enum.Enum):
@@ -380,10 +379,22 @@ class Config(Mapping[str, Any]):
         """Raw values of every original key starting with `prefix` (as Kafka's originalsWithPrefix)."""
         return {(k[len(prefix):] if strip else k): v for k, v in self.originals.items() if k.startswith(prefix)}
 
+    def resolved_secrets(self, raw: Mapping[str, str]) -> list[str]:
+        """The plain secrets this config holds, to register with the scrubber (`secrets.register`): values of
+        PASSWORD and secret-looking keys, values a provider resolved (they differ from `raw`), URL passwords."""
+        found = []
+        for key, value in self.originals.items():
+            plain = value.value if isinstance(value, Password) else value
+            if not isinstance(plain, str):
+                continue
+            if is_secret_key(key, self.definition) or raw.get(key) != plain:
+                found.append(plain)
+            else:
+                found.extend(url_passwords(plain))
+        return found
+
     def masked(self) -> dict[str, str]:
         """The original key/values as strings: PASSWORD-typed keys and provider-resolved values hidden."""
-        from ingest.runtime.secrets import scrub  # secrets builds on this module
-
         return {k: scrub(v) for k, v in mask(self.originals, self.definition).items()}
 
     def __repr__(self) -> str:

@@ -21,7 +21,7 @@ from ingest.config.worker import (ALLOWED_PATHS, EXACTLY_ONCE_SOURCE_SUPPORT, FI
                                   override_problems)
 from ingest.errors import ConfigError, Problem
 from ingest.registry import PluginInfo, PluginKind, Registry
-from ingest.runtime import secrets
+from ingest.config import secrets
 
 NAME = "name"
 CONNECTOR_CLASS = "connector.class"
@@ -33,7 +33,13 @@ TOPICS_REGEX = "topics.regex"
 TOPIC_CREATION_PARTITIONS = "topic.creation.default.partitions"
 TOPIC_CREATION_REPLICATION = "topic.creation.default.replication.factor"
 DLQ_REPLICATION = "errors.deadletterqueue.topic.replication.factor"
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+DLQ_CONTEXT_HEADERS = "errors.deadletterqueue.context.headers.enable"
 ERRORS_TOLERANCE = "errors.tolerance"
+RETRY_TIMEOUT = "errors.retry.timeout"
+RETRY_DELAY_MAX_MS = "errors.retry.delay.max.ms"
+LOG_ENABLE = "errors.log.enable"
+LOG_INCLUDE_MESSAGES = "errors.log.include.messages"
 AUTO_OFFSET_RESET = "consumer.override.auto.offset.reset"
 EARLIEST, LATEST, NO_RESET = "earliest", "latest", "none"
 SCHEDULE = "lakeconnect.schedule"
@@ -102,15 +108,15 @@ def common_config_def(kind: str) -> ConfigDef:
              doc="Aliases for the transformations to be applied to records, in order.")
     d.define(PREDICATES, Type.LIST, "", importance=Importance.LOW, group="Predicates",
              doc="Aliases for the predicates used by transformations.")
-    d.define("errors.retry.timeout", Type.LONG, 0, Range.at_least(-1), group="Error Handling",
+    d.define(RETRY_TIMEOUT, Type.LONG, 0, Range.at_least(-1), group="Error Handling",
              doc="Maximum duration in ms a failed operation is retried; 0 = no retries, -1 = infinite.")
-    d.define("errors.retry.delay.max.ms", Type.LONG, 60000, Range.at_least(1), group="Error Handling",
+    d.define(RETRY_DELAY_MAX_MS, Type.LONG, 60000, Range.at_least(1), group="Error Handling",
              doc="Maximum duration in ms between consecutive retries.")
     d.define(ERRORS_TOLERANCE, Type.STRING, "none", ValidString.of("none", "all"), group="Error Handling",
              doc="none: an error fails the task; all: problematic records are skipped.")
-    d.define("errors.log.enable", Type.BOOLEAN, False, group="Error Handling",
+    d.define(LOG_ENABLE, Type.BOOLEAN, False, group="Error Handling",
              doc="Log each error and the failed operation.")
-    d.define("errors.log.include.messages", Type.BOOLEAN, False, group="Error Handling",
+    d.define(LOG_INCLUDE_MESSAGES, Type.BOOLEAN, False, group="Error Handling",
              doc="Include the record's contents in error logs.")
     for prefix in ("transforms.", "predicates.", "key.converter.", "value.converter.", "header.converter.",
                    "producer.override.", "consumer.override.", "admin.override."):
@@ -148,12 +154,12 @@ def common_config_def(kind: str) -> ConfigDef:
                      "offset, both skipping the removed offsets with a warning (records_lost_to_retention in the "
                      "run's stats); none (the default here, where Kafka Connect's is earliest) stops the batch with "
                      "an error, so nothing is lost without a decision.")
-        d.define("errors.deadletterqueue.topic.name", Type.STRING, "", group="Error Handling",
+        d.define(DLQ_TOPIC, Type.STRING, "", group="Error Handling",
                  doc="Topic for records that failed (with errors.tolerance=all).")
         d.define(DLQ_REPLICATION, Type.SHORT, 3, group="Error Handling",
                  doc="Replicas of the dead letter queue topic when it is created on a Kafka cluster (-1: the "
                      "broker's default). Not used for Delta topics.")
-        d.define("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False, group="Error Handling",
+        d.define(DLQ_CONTEXT_HEADERS, Type.BOOLEAN, False, group="Error Handling",
                  doc="Add __connect.errors.* headers to dead letter records.")
     return d
 
@@ -273,10 +279,10 @@ def validate_connector(
             problems.append(Problem(TOPICS, "topics and topics.regex are mutually exclusive; set only one"))
         elif not has_topics and not has_regex:
             problems.append(Problem(TOPICS, "must be set (or topics.regex): the topics this sink consumes"))
-        dlq = typed.get("errors.deadletterqueue.topic.name") or ""
+        dlq = typed.get(DLQ_TOPIC) or ""
         if dlq and (dlq in (typed.get(TOPICS) or []) or (has_regex and _fullmatch(typed[TOPICS_REGEX], dlq))):
             # Kafka's SinkConnectorConfig.validate: a sink must not consume its own dead letters.
-            problems.append(Problem("errors.deadletterqueue.topic.name",
+            problems.append(Problem(DLQ_TOPIC,
                                     f"the dead letter queue topic '{dlq}' may not be included in the list of topics "
                                     f"('topics.regex' or 'topics') consumed by the connector"))
 

@@ -16,10 +16,12 @@ from ingest.delta._table import normalize_uri, open_table, require_table, spark_
 from ingest.delta.arrow import append_arrow, read_arrow
 from ingest.delta.merge import MergeResult, merge_dataframe
 from ingest.delta.read import active_files, file_name, read_table, snapshot_files
-from ingest.delta.write import write_dataframe
+from ingest.delta.write import CommitOptions, FileOptions, write_dataframe
 
 __all__ = [
+    "CommitOptions",
     "DataFile",
+    "FileOptions",
     "MergeResult",
     "WriteResult",
     "active_files",

@@ -34,7 +34,7 @@ from ingest.delta._table import (
     transaction_version,
 )
 from ingest.delta.read import file_name, read_table, snapshot_files
-from ingest.delta.write import write_dataframe
+from ingest.delta.write import CommitOptions, write_dataframe
 from ingest.errors import RetriableError, StateError
 
 if TYPE_CHECKING:
@@ -191,9 +191,10 @@ def _merge_once(staged, uri, keys, columns, delete, bounds, upserted, app_id, ve
     if dt is None and upserted == 0:  # deletes only: nothing to delete them from, no columns to create
         return None
     if dt is None:  # the first batch creates the table: nothing to replace
-        result = write_dataframe(upserts, uri, app_id=app_id, version=version, expected_version=-1,
-                                 schema_mode=schema_mode, storage_options=storage_options,
-                                 commit_metadata=commit_metadata, check_files=check_files)
+        result = write_dataframe(upserts, uri, app_id=app_id, version=version, schema_mode=schema_mode,
+                                 storage_options=storage_options,
+                                 commit=CommitOptions(expected_version=-1, metadata=commit_metadata,
+                                                      check_files=check_files))
         return None if result is None else MergeResult(uri, result.version, result.files, ())
     if _committed(dt, app_id, version):
         return None
@@ -219,9 +220,10 @@ def _merge_once(staged, uri, keys, columns, delete, bounds, upserted, app_id, ve
                           files=[f.path for f in touched])
         kept = kept.join(staged.select(*[F.col(f"`{k}`") for k in keys]), list(keys), "left_anti")
         rows = kept.unionByName(rows)
-    result = write_dataframe(rows, uri, app_id=app_id, version=version, expected_version=read_version,
-                             schema_mode=None, storage_options=storage_options, commit_metadata=commit_metadata,
-                             check_files=check_files, remove=touched)
+    result = write_dataframe(rows, uri, app_id=app_id, version=version, schema_mode=None,
+                             storage_options=storage_options,
+                             commit=CommitOptions(expected_version=read_version, remove=tuple(touched),
+                                                  metadata=commit_metadata, check_files=check_files))
     return None if result is None else MergeResult(uri, result.version, result.files, tuple(touched))
 
 

@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,40 +26,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def write_dataframe(
-    df: DataFrame,
-    table_uri: str,
-    *,
-    app_id: str | None,
-    version: int | None,
-    partition_by: Sequence[str] = (),
-    mode: str = "append",
-    schema_mode: str | None = "merge",
-    storage_options: Mapping[str, str] | None = None,
-    commit_metadata: Mapping[str, Any] | None = None,
-    expected_version: int | None = None,
-    engine: str = "auto",
-    opaque: Sequence[str] = (),
-    unfiltered: Sequence[str] = (),
-    check_files: Callable[[list[DataFile]], None] | None = None,
-    single_partition: Mapping[str, str] | None = None,
-    remove: Sequence[DataFile] = (),
-    app_transactions: Sequence[tuple[str, int]] = (),
-    table: DeltaTable | None = None,
-) -> WriteResult | None:
-    """Write `df` to the Delta table at `table_uri` in ONE commit carrying `(app_id, version)`.
+@dataclass(frozen=True)
+class FileOptions:
+    """How a write's Parquet files are made.
 
-    Returns None, writing nothing, when the table already holds that app transaction at `version` or
-    later: a retried batch is a no-op. Creates the table on first write (partitioned by
-    `partition_by`; an existing table keeps its own partitioning). `mode="overwrite"` replaces every
-    file. `schema_mode="merge"` adds new columns; None refuses them; "overwrite" (with
-    mode="overwrite") replaces the schema. A column whose type differs from the table's is a
-    StateError. `expected_version` pins the commit right after that table version (-1: the table
-    must not exist yet); RetriableError otherwise. Only small per-file metadata rows reach the driver; the data never does.
-
-    `engine` picks who writes the Parquet files: "arrow" (pyarrow in Python tasks fed by
-    `mapInArrow`; any table URI), "spark" (Spark's native writer, local tables; statistics from the
-    file footers) or "auto" (spark for local tables unless partitioned by a timestamp, else arrow).
+    `engine` picks who writes them: "arrow" (pyarrow in Python tasks fed by `mapInArrow`; any table URI),
+    "spark" (Spark's native writer, local tables; statistics from the file footers) or "auto" (spark for local
+    tables unless partitioned by a timestamp, else arrow).
 
     `opaque`: columns whose values rarely repeat and are never filtered on (a topic's record values),
     written without Parquet dictionary encoding (trying one and falling back costs time and saves
@@ -70,24 +43,71 @@ def write_dataframe(
 
     `single_partition`: the values of the partition columns when the caller knows every row has them
     (the "spark" engine then writes without partitioning, so without sorting the rows by partition).
+    """
 
-    `check_files` sees the written files before the commit; if it raises, nothing is committed and the
-    files of a local table are removed (a remote table's are left unreferenced, for vacuum).
+    engine: str = "auto"
+    opaque: tuple[str, ...] = ()
+    unfiltered: tuple[str, ...] = ()
+    single_partition: Mapping[str, str] | None = None
 
-    `remove`: files of the table (from `snapshot_files` at `expected_version`, which it needs) that the
-    same commit removes: a rewrite such as a MERGE replaces them with the files of `df`.
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, not {self.engine!r}")
+
+
+@dataclass(frozen=True)
+class CommitOptions:
+    """What a write's one commit holds and checks beyond its files and its app transaction.
+
+    `expected_version` pins the commit right after that table version (-1: the table must not exist yet);
+    RetriableError otherwise. `remove`: files of the table (from `snapshot_files` at `expected_version`,
+    which it needs) that the same commit removes: a rewrite such as a MERGE replaces them with the new files.
+    `app_transactions`: more `(app_id, version)` pairs the commit records (see `commit_files`). `metadata`:
+    the commit's info. `check_files` sees the written files before the commit; if it raises, nothing is
+    committed and the files of a local table are removed (a remote table's are left unreferenced, for vacuum).
+    """
+
+    expected_version: int | None = None
+    remove: tuple[DataFile, ...] = ()
+    app_transactions: tuple[tuple[str, int], ...] = ()
+    metadata: Mapping[str, Any] | None = None
+    check_files: Callable[[list[DataFile]], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.remove and self.expected_version is None:
+            raise ValueError("remove needs expected_version: the table version whose files are rewritten")
+
+
+def write_dataframe(
+    df: DataFrame,
+    table_uri: str,
+    *,
+    app_id: str | None,
+    version: int | None,
+    partition_by: Sequence[str] = (),
+    mode: str = "append",
+    schema_mode: str | None = "merge",
+    storage_options: Mapping[str, str] | None = None,
+    files: FileOptions = FileOptions(),
+    commit: CommitOptions = CommitOptions(),
+    table: DeltaTable | None = None,
+) -> WriteResult | None:
+    """Write `df` to the Delta table at `table_uri` in ONE commit carrying `(app_id, version)`.
+
+    Returns None, writing nothing, when the table already holds that app transaction at `version` or
+    later: a retried batch is a no-op. Creates the table on first write (partitioned by
+    `partition_by`; an existing table keeps its own partitioning). `mode="overwrite"` replaces every
+    file. `schema_mode="merge"` adds new columns; None refuses them; "overwrite" (with
+    mode="overwrite") replaces the schema. A column whose type differs from the table's is a
+    StateError. Only small per-file metadata rows reach the driver; the data never does. `files`: how the
+    Parquet files are made; `commit`: what the commit holds and checks besides them.
 
     `table`: the table at `table_uri` as the caller loaded it (a topic's, for its batch), brought up to date
     instead of loaded again (see `refresh_table`).
 
     `app_id=None, version=None`: a write that is not a retried batch (a maintenance rewrite, pinned to
-    `expected_version`). `app_transactions`: more `(app_id, version)` pairs the commit records (see
-    `commit_files`).
+    `commit.expected_version`).
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
-    if remove and expected_version is None:
-        raise ValueError("remove needs expected_version: the table version whose files are rewritten")
     plan = plan_write(
         table_uri,
         arrow_schema_of_spark(df.schema),
@@ -97,28 +117,28 @@ def write_dataframe(
         app_id=app_id,
         version=version,
         storage_options=storage_options,
-        expected_version=expected_version,
+        expected_version=commit.expected_version,
         table=table,
     )
     if plan is None:
         return None
-    if _pick_engine(engine, plan) == "spark":
-        files = write_native(df, plan, tuple(opaque), single_partition, tuple(unfiltered))
+    if _pick_engine(files.engine, plan) == "spark":
+        written = write_native(df, plan, files.opaque, files.single_partition, files.unfiltered)
     else:
-        spec = replace(plan.file_spec(), opaque=tuple(opaque), unfiltered=tuple(unfiltered))
+        spec = replace(plan.file_spec(), opaque=files.opaque, unfiltered=files.unfiltered)
         rows = df.mapInArrow(partial(write_task, spec=spec), META_DDL).collect()
-        files = [
+        written = [
             DataFile(r["path"], r["size"], json.loads(r["partition_values"]), r["num_records"], r["stats"])
             for r in rows
         ]
-    if check_files is not None:
+    if commit.check_files is not None:
         try:
-            check_files(files)
+            commit.check_files(written)
         except BaseException:
-            _remove(plan, files)
+            _remove(plan, written)
             raise
-    return commit_files(plan, files, commit_metadata=commit_metadata, removes=remove,
-                        app_transactions=app_transactions)
+    return commit_files(plan, written, commit_metadata=commit.metadata, removes=list(commit.remove),
+                        app_transactions=commit.app_transactions)
 
 
 def _remove(plan: WritePlan, files: list[DataFile]) -> None:

@@ -139,9 +139,13 @@ def _instance(spark: SparkSession, class_name: str):
     return jvm.java.lang.Class.forName(class_name, True, loader).newInstance()
 
 
-def _registered(spark: SparkSession, name: str, class_name: str, register) -> bool:
-    from ingest.spark import session_key
+def session_key(spark: SparkSession) -> tuple[int, str]:
+    """Identifies one Spark session of this process (its JVM gateway and the session's object there): what
+    was made in the JVM for a session (a registered function, a column expression) holds while it does."""
+    return id(spark.sparkContext._gateway), spark._jsparkSession._target_id
 
+
+def _registered(spark: SparkSession, name: str, class_name: str, register) -> bool:
     known = (session_key(spark), name)
     if known in _known:
         return True

@@ -288,8 +288,8 @@ def maintenance_dag(environment: Environment) -> DAG:
     with DAG(MAINTENANCE_DAG, dag_display_name="lakeconnect: maintenance", schedule=schedule, start_date=START,
              catchup=False, max_active_runs=1, default_args=default_args, tags=["lakeconnect", "maintenance"],
              doc_md=(f"**lakeconnect lake maintenance** of `{environment.lake_root}`: topic retention and "
-                     "compaction, merged small files, Delta checkpoints, vacuum and state history (README, "
-                     f"\"Maintenance\"). Schedule: `{schedule}` (worker key `maintenance.schedule`)."),
+                     "compaction, merged small files, Delta checkpoints, vacuum and state history (docs/"
+                     f"operations.md, \"Maintenance\"). Schedule: `{schedule}` (worker key `maintenance.schedule`)."),
              description="lakeconnect maintenance of the lake's topic and state tables") as dag:
         def maintain() -> list[dict[str, Any]]:
             return run_maintenance(environment)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ingest.errors import DATA_EXCEPTION
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
@@ -35,7 +37,6 @@ TIMESTAMP = "timestamp"
 SEQ = "seq"
 OFFSET = "offset"
 TIMESTAMP_TYPE = "timestamp_type"
-DATA_EXCEPTION = "org.apache.kafka.connect.errors.DataException"
 _SAME: Any = object()
 
 ERROR = "__lc_error"

@@ -27,7 +27,7 @@ from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, Sta
 from ingest.orchestration.specs import dag_id
 from ingest.registry import PluginInfo, PluginKind
 from ingest.rest import routes
-from ingest.runtime import secrets
+from ingest.config import secrets
 from ingest.schema_registry.api import PREFIX as REGISTRY_PREFIX
 from ingest.schema_registry.api import RegistryApi
 from ingest.schema_registry.store import SCHEMAS_TABLE, SchemaStore

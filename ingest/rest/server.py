@@ -32,7 +32,7 @@ from ingest.config.loader import load_properties_file
 from ingest.errors import ConfigError, Problem
 from ingest.rest.app import ConnectApi, Response
 from ingest.rest.guard import RequestGuard
-from ingest.runtime import secrets
+from ingest.config import secrets
 
 log = logging.getLogger("lakeconnect")
 DEFAULT_LISTENER = "http://127.0.0.1:8083"

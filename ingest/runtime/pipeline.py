@@ -86,7 +86,7 @@ class Pipeline:
         matches = F.coalesce(predicate.test(batch), F.lit(False))
         if negate:
             matches = ~matches
-        if getattr(transform, "scoped", False):
+        if transform.scoped:
             # One pass: the transform changes only the records in scope, when their shape stays.
             scoped = self._apply_one(transform, batch.with_df(batch.df.withColumn(SCOPE, matches)))
             if _same_shape(batch, scoped):
@@ -100,8 +100,7 @@ class Pipeline:
         try:
             out = self.policy.retrying(lambda: transform.apply(batch), TRANSFORMATION, f"transform {name}")
         except DataError as e:  # a problem with the whole batch (its schema): every record in scope fails
-            exception = getattr(e, "exception_class", None) or "org.apache.kafka.connect.errors.DataException"
-            out = batch.fail_all(str(e), exception=exception, executing_class=name)
+            out = batch.fail_all(str(e), exception=e.exception_class, executing_class=name)
         return out.with_df(fill_class(out.df, name))
 
     # --- converters --------------------------------------------------------------------------------
@@ -127,8 +126,7 @@ class Pipeline:
                 converted = converter.from_connect_optimistic(df, column, schema) if optimistic else None
                 df = converted if converted is not None else converter.from_connect_for(df, column, schema, topics)
             except DataError as e:  # the converter cannot write this schema: say which stage, for errors.*
-                e.stage, e.executing_class = stage, plugin_class_name(converter)
-                raise
+                raise e.in_stage(stage, plugin_class_name(converter)) from e
         converter = self.header_converter
         # These columns depend on the header converter and its settings only: built once per Spark session.
         key = ("serialised", plugin_class_name(converter), repr(sorted(converter.configs.items())))

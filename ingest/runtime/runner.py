@@ -1,11 +1,10 @@
-"""One batch, exactly once (DESIGN §3):
+"""One batch of a source or sink task, exactly once (DESIGN §3):
 
     plan (persist intent: batch id + exact ranges, bounded at plan time) -> read -> transform ->
     convert -> write (idempotent by batch id) -> commit offsets -> done
 
-A batch whose PLANNED row has no COMMITTED row after it is resumed with the same id and the same plan,
-so a process killed at any step converges on the state of a run that never crashed: topic appends and
-offset commits carry the app transaction `(<connector>:task-<n>, batch id)` and are skipped when done.
+The batch protocol itself (next batch, PLANNED, offsets in the app transaction, COMMITTED) is
+ingest/runtime/batches.py; this module runs the steps between.
 """
 
 from __future__ import annotations
@@ -29,17 +28,17 @@ from ingest.config.connector import (AUTO_OFFSET_RESET, DLQ_REPLICATION, EARLIES
 from ingest.errors import DataError, LakeConnectError, StateError
 from ingest.records import ERROR, TOPIC, RecordBatch
 from ingest.runtime import faults
+from ingest.runtime.batches import Batch, BatchLog, sink_group, task_app_id
 from ingest.runtime.pipeline import Pipeline, plugin_class_name, union_all
 from ingest.runtime.tolerance import (
     KAFKA_PRODUCE, ORIGIN, TASK_POLL, TASK_PUT, VALUE_CONVERTER, dead_letters, fill_class, guard,
     has_errors, log_failed, run_guarded, split, strip,
 )
-from ingest.state.stores import COMMITTED, EMPTY, PLANNED, Stores
-from ingest.state.tables import canonical_json, eq, now
-from ingest.topics import SchemaRegistry, TopicTable
-from ingest.topics.backend import DeltaTopics, KafkaTopics
-from ingest.topics.kafka import KafkaTopic
-from ingest.topics.many import JOB_TOPICS, append_topics
+from ingest.state.stores import COMMITTED, EMPTY, Stores
+from ingest.state.tables import canonical_json, eq
+from ingest.topics import SchemaRegistry
+from ingest.topics.backend import DeltaTopics, Topic, TopicBackend
+from ingest.topics.many import JOB_TOPICS
 
 
 @dataclass
@@ -134,7 +133,7 @@ class BatchRunner:
 
     def __init__(self, setup: ConnectorSetup, stores: Stores, lake_root: str, storage_options: dict[str, str],
                  pipeline: Pipeline, log, progress: Callable[[str], None] | None = None,
-                 topics: DeltaTopics | KafkaTopics | None = None):
+                 topics: TopicBackend | None = None):
         self.setup = setup
         self.topics = topics or DeltaTopics(lake_root, storage_options or None)
         self.stores = stores
@@ -145,26 +144,21 @@ class BatchRunner:
         self.progress = progress
         self.name = setup.name
 
-    def _topic(self, name: str) -> TopicTable | KafkaTopic:
+    def _topic(self, name: str) -> Topic:
         return self.topics.topic(name)
-
-    def _next_batch(self, task_id: int) -> tuple[int, dict[str, Any] | None]:
-        last = self.stores.runs.last(self.name, task_id)
-        if last is not None and last["state"] == PLANNED:
-            return last["batch_id"], json.loads(last["plan"])
-        return (last["batch_id"] + 1 if last else 1), None
 
     # --- sources -----------------------------------------------------------------------------------
 
     def run_source(self, task: SourceTask, task_id: int, offsets_key: str, offsets_store=None) -> BatchReport:
         offsets_store = offsets_store or self.stores.offsets
         steps = _Steps(self.progress)
-        app_id = f"{self.name}:task-{task_id}"
-        batch_id, pending = self._next_batch(task_id)
-        started = now()
-        if pending is not None:
-            plan = SourcePlan.from_json(pending)
-            mark = pending.get(MARKERS_FROM)
+        app_id = task_app_id(self.name, task_id, sink=False)
+        log = BatchLog(self.stores.runs, self.name, task_id, app_id)
+        current = log.next()
+        batch_id = current.id
+        if current.resumed:
+            plan = SourcePlan.from_json(current.plan)
+            mark = current.plan.get(MARKERS_FROM)
             self.log.info(f"resuming batch {batch_id}, planned by an interrupted run")
         else:
             committed = {p: e.offset for p, e in offsets_store.committed(offsets_key).items()}
@@ -172,11 +166,10 @@ class BatchRunner:
                 self._refuse_silent_reset(task_id, offsets_key, offsets_store)
             plan = task.plan(committed)
             if plan.empty:
-                self.stores.runs.record(self.name, task_id, batch_id, EMPTY)
+                log.empty(current)
                 return BatchReport(self.name, task_id, None, EMPTY)
             mark = self.pipeline.policy.retrying(self.topics.batch_mark, KAFKA_PRODUCE, "reading the batch markers' end")
-            self.stores.runs.record(self.name, task_id, batch_id, PLANNED,
-                                    plan={**plan.to_json(), **({MARKERS_FROM: mark} if mark is not None else {})})
+            log.planned(current, {**plan.to_json(), **({MARKERS_FROM: mark} if mark is not None else {})})
         marks = {MARKERS_FROM: mark} if mark is not None else {}
         steps.done("plan")
 
@@ -189,7 +182,7 @@ class BatchRunner:
         # The converters' plans for the usual records first, unless one of them declined a record of this connector
         # before in this process: a batch that declines is converted and written again with the general plans.
         # Topic tables only: a Kafka topic may have taken some of the batch's records when the query fails.
-        optimistic = isinstance(self.topics, DeltaTopics) and (self.name, task_id) not in _DECLINED
+        optimistic = self.topics.atomic_appends and (self.name, task_id) not in _DECLINED
         frames, persisted, topics, failed = explained(lambda: run_guarded(
             lambda: self._serialise(batches, optimistic=optimistic), self.name, task_id))
         steps.done("convert")
@@ -218,19 +211,19 @@ class BatchRunner:
                         partitions, topic_creation_configs(self.setup.config.originals), if_not_exists=True,
                         replication_factor=self.setup.config[TOPIC_CREATION_REPLICATION],
                         replication_key=TOPIC_CREATION_REPLICATION), KAFKA_PRODUCE, f"creating topic '{topic}'")
-                    parts[topic] = union_all(by_topic[topic])
-                    if not isinstance(table, TopicTable):  # a topic table's staging selects its own columns
-                        parts[topic] = parts[topic].drop(TOPIC)
+                    parts[topic] = union_all(by_topic[topic])  # a topic's append selects the columns it writes
                 results = {}
-                if len(topics) >= MANY_TOPICS and not marks and all(isinstance(t, TopicTable) for t in tables.values()):
+                if len(topics) >= MANY_TOPICS and not marks:
                     # Many topics (a source over many tables): one Spark job writes those of small batches. A
                     # batch read in parallel ranges (it has counts) is big: it is numbered in parallel alone.
                     big = {t for _, c, frame_topics in frames if c is not None for t in frame_topics}
                     names = sorted(set(topics) - big)
-                    done, _ = append_topics([(tables[t], parts[t]) for t in names], app_id=app_id, version=batch_id)
+                    done = self.topics.append_together([(tables[t], parts[t]) for t in names], app_id=app_id,
+                                                       version=batch_id)
                     results = {names[i]: r for i, r in done.items()}
-                    self.log.info(f"{len(done)} of {len(topics)} topics written together "
-                                  f"({-(-len(names) // JOB_TOPICS)} Spark jobs of up to {JOB_TOPICS} topics)")
+                    if done:
+                        self.log.info(f"{len(done)} of {len(topics)} topics written together "
+                                      f"({-(-len(names) // JOB_TOPICS)} Spark jobs of up to {JOB_TOPICS} topics)")
                 for topic in sorted(topics):
                     if topic in results:
                         result = results[topic]
@@ -266,17 +259,16 @@ class BatchRunner:
         steps.done("write")
 
         ends = {canonical_json(r.partition): r.end for r in plan.ranges}
-        offsets_store.commit(offsets_key, ends, task=task_id, batch_id=batch_id, app_id=app_id)
+        log.commit_offsets(current, offsets_store, offsets_key, ends)
         steps.done("commit")
-        report = BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records,
+        report = BatchReport(self.name, task_id, batch_id, COMMITTED, current.resumed, records,
                              steps.timings, [r.to_json() for r in plan.ranges], failures,
                              sorted(topics))
         # Kafka Connect's source task metrics in spirit (ch. 9): polled, written, skipped, time per step.
         stats = {"records_read": records + failures, "records_written": records, "records_skipped": failures,
                  "bytes_written": written_bytes[0], "topics": sorted(topics), "timings_ms": steps.timings,
                  "latency_ms": round(sum(steps.timings.values()), 1)}
-        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan.to_json(),
-                                stats=stats, started_at=started)
+        log.committed(current, stats, plan.to_json())
         steps.done("done")
         return report
 
@@ -329,8 +321,8 @@ class BatchRunner:
             except DataError as e:  # the converter cannot write this batch's schema at all
                 if not policy.tolerate:
                     raise
-                failed.append(batch.fail_all(str(e), stage=getattr(e, "stage", VALUE_CONVERTER),
-                                             executing_class=getattr(e, "executing_class", None)).df)
+                failed.append(batch.fail_all(str(e), stage=e.stage or VALUE_CONVERTER,
+                                             executing_class=e.executing_class).df)
                 continue
             all_topics.update(topics)
             frames.append((frame, batch.counts, tuple(topics)))
@@ -423,35 +415,32 @@ class BatchRunner:
 
     def run_sink(self, task: SinkTask, task_id: int, task_count: int) -> BatchReport:
         steps = _Steps(self.progress)
-        group = f"connect-{self.name}"
-        app_id = f"{group}:task-{task_id}"
-        batch_id, pending = self._next_batch(task_id)
-        started = now()
-        if pending is not None:
-            ranges = [TopicRange.from_json(r) for r in pending["ranges"]]
-            prepared = pending["prepared"]
-            resets = [OffsetReset.from_json(r) for r in pending.get(RESETS) or []]
+        group = sink_group(self.name)
+        log = BatchLog(self.stores.runs, self.name, task_id, task_app_id(self.name, task_id, sink=True))
+        current = log.next()
+        batch_id = current.id
+        if current.resumed:
+            ranges = [TopicRange.from_json(r) for r in current.plan["ranges"]]
+            prepared = current.plan["prepared"]
+            resets = [OffsetReset.from_json(r) for r in current.plan.get(RESETS) or []]
             self.log.info(f"resuming batch {batch_id}, planned by an interrupted run")
         else:
             ranges, resets = self._plan_positions(task_id, task_count, group)
             if not ranges and not resets:
-                self.stores.runs.record(self.name, task_id, batch_id, EMPTY)
+                log.empty(current)
                 return BatchReport(self.name, task_id, None, EMPTY)
             prepared = task.prepare(ranges) if ranges else None
-            self.stores.runs.record(self.name, task_id, batch_id, PLANNED,
-                                    plan={"ranges": [r.to_json() for r in ranges], "prepared": prepared,
-                                          **({RESETS: [r.to_json() for r in resets]} if resets else {})})
+            log.planned(current, {"ranges": [r.to_json() for r in ranges], "prepared": prepared,
+                                **({RESETS: [r.to_json() for r in resets]} if resets else {})})
         steps.done("plan")
         if not ranges:  # only positions moved past removed records: commit them, nothing to read
-            return self._commit_resets(resets, task_id, task_count, batch_id, group, app_id, steps, started,
-                                       pending is not None)
+            return self._commit_resets(log, current, resets, task_count, steps)
 
         policy = self.pipeline.policy
-        frames, from_kafka = [], False
+        frames = []
         for topic in sorted({r.topic for r in ranges}):
             bounds = {r.partition: (r.start, r.end) for r in ranges if r.topic == topic}
             source = self._topic(topic)
-            from_kafka |= isinstance(source, KafkaTopic)
             # The task's session, made with the worker's spark.* settings (its master among them): reading
             # first with a default session would run the whole batch on a local one.
             frames.append(source.read(bounds, spark=task.context.spark).withColumn(TOPIC, F.lit(topic)))
@@ -460,7 +449,7 @@ class BatchRunner:
         # Read once: good and failed records are both computed from the read; and a converter's checks
         # (bad records, embedded schemas) scan the records before the sink does, which from Kafka would
         # mean fetching the batch twice.
-        if policy.tolerate or from_kafka:
+        if policy.tolerate or self.topics.remote_reads:
             df = df.persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(df)
         steps.done("read")
@@ -471,9 +460,9 @@ class BatchRunner:
         optimistic = not policy.tolerate and (self.name, task_id) not in _DECLINED_READS
         # One record for the converters to plan by, read from the first topic's files where it can be.
         first_topic = min(r.topic for r in ranges)
-        reader = getattr(self._topic(first_topic), "first_record", None)
-        first = (reader({r.partition: (r.start, r.end) for r in ranges if r.topic == first_topic})
-                 if optimistic and reader is not None and self.pipeline.plans_by_first_record() else None)
+        first = (self._topic(first_topic).first_record({r.partition: (r.start, r.end) for r in ranges
+                                                         if r.topic == first_topic})
+                 if optimistic and self.pipeline.plans_by_first_record() else None)
         good: list[RecordBatch] = []
         guarded: list[DataFrame] = []
         failed: list[DataFrame] = []
@@ -527,7 +516,7 @@ class BatchRunner:
                 run_guarded(lambda m=marked: guard(m).count(), self.name, task_id, [marked])
             else:
                 failed.append(marked)
-        failures = self._handle_failed_sink_records(failed, group, task_id, batch_id)
+        failures = self._handle_failed_sink_records(failed, task_id, batch_id)
         for p in persisted:
             p.unpersist()
         steps.done("write")
@@ -544,7 +533,7 @@ class BatchRunner:
                 "kafka_offset": done.offset, **({"metadata": done.metadata} if done.metadata else {})}
         for reset, position in _reset_positions(resets).items():  # a reset sticks even where the sink held records
             ends.setdefault(reset, position)
-        self.stores.offsets.commit(group, ends, task=task_id, batch_id=batch_id, app_id=app_id)
+        log.commit_offsets(current, self.stores.offsets, group, ends)
         self.topics.commit_group(group, {(json.loads(k)["kafka_topic"], json.loads(k)["kafka_partition"]):
                                          v["kafka_offset"] for k, v in ends.items()})
         steps.done("commit")
@@ -560,18 +549,18 @@ class BatchRunner:
                  "records_lost_to_retention": sum(r.skipped for r in resets)}
         if resets:
             plan[RESETS] = [r.to_json() for r in resets]
-        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, plan=plan, stats=stats, started_at=started)
+        log.committed(current, stats, plan)
         steps.done("done")
-        return BatchReport(self.name, task_id, batch_id, COMMITTED, pending is not None, records, steps.timings,
+        return BatchReport(self.name, task_id, batch_id, COMMITTED, current.resumed, records, steps.timings,
                            [r.to_json() for r in ranges], failures, progressed=delivered > 0)
 
-    def _commit_resets(self, resets: list[OffsetReset], task_id: int, task_count: int, batch_id: int, group: str,
-                       app_id: str, steps: _Steps, started, resumed: bool) -> BatchReport:
+    def _commit_resets(self, log: BatchLog, current: Batch, resets: list[OffsetReset], task_count: int,
+                       steps: _Steps) -> BatchReport:
         """A batch that only moves positions past removed records (auto.offset.reset=latest, or a partition
         left empty by retention): committed as any batch, so the next one starts from them and the skipped
         offsets are counted once."""
-        positions = _reset_positions(resets)
-        self.stores.offsets.commit(group, positions, task=task_id, batch_id=batch_id, app_id=app_id)
+        group, task_id = sink_group(self.name), log.task_id
+        log.commit_offsets(current, self.stores.offsets, group, _reset_positions(resets))
         self.topics.commit_group(group, {(r.topic, r.partition): r.to for r in resets})
         steps.done("commit")
         stats = {"records_read": 0, "records_written": 0, "records_failed": 0, "records_dead_lettered": 0,
@@ -579,12 +568,11 @@ class BatchRunner:
                  "latency_ms": round(sum(steps.timings.values()), 1),
                  "lag_records": self._lag(task_id, task_count, group),
                  "records_lost_to_retention": sum(r.skipped for r in resets)}
-        self.stores.runs.record(self.name, task_id, batch_id, COMMITTED, stats=stats, started_at=started,
-                                plan={"ranges": [], "prepared": None, RESETS: [r.to_json() for r in resets]})
+        log.committed(current, stats, {"ranges": [], "prepared": None, RESETS: [r.to_json() for r in resets]})
         steps.done("done")
-        return BatchReport(self.name, task_id, batch_id, COMMITTED, resumed, 0, steps.timings, [], 0)
+        return BatchReport(self.name, task_id, current.id, COMMITTED, current.resumed, 0, steps.timings, [], 0)
 
-    def _handle_failed_sink_records(self, failed: list, group: str, task_id: int, batch_id: int) -> int:
+    def _handle_failed_sink_records(self, failed: list, task_id: int, batch_id: int) -> int:
         """errors.tolerance=all: log the failed records and write them to the dead letter queue, once per
         batch (the DLQ append is idempotent by batch id, like every topic append)."""
         policy = self.pipeline.policy
@@ -596,8 +584,9 @@ class BatchRunner:
             table = self._topic(policy.dlq_topic)
             table.create(1, if_not_exists=True, replication_factor=policy.dlq_replication_factor,  # one partition,
                          replication_key=DLQ_REPLICATION)  # as Kafka creates a DLQ topic
-            policy.retrying(lambda: table.append(letters, app_id=f"{group}:task-{task_id}:dlq", version=batch_id),
-                            KAFKA_PRODUCE, f"writing dead letter queue '{policy.dlq_topic}'")
+            dlq_app_id = task_app_id(self.name, task_id, sink=True) + ":dlq"
+            policy.retrying(lambda: table.append(letters, app_id=dlq_app_id, version=batch_id), KAFKA_PRODUCE,
+                            f"writing dead letter queue '{policy.dlq_topic}'")
         return log_failed(policy, df, self.name, task_id, sink=True)
 
 

@@ -30,7 +30,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ingest.config.configdef import Config
-from ingest.errors import DataError, LakeConnectError, RetriableError
+from ingest.config.connector import (DLQ_CONTEXT_HEADERS, DLQ_REPLICATION, DLQ_TOPIC, ERRORS_TOLERANCE, LOG_ENABLE,
+                                     LOG_INCLUDE_MESSAGES, RETRY_DELAY_MAX_MS, RETRY_TIMEOUT, common_config_def)
+from ingest.errors import DATA_EXCEPTION, DataError, LakeConnectError, RetriableError
 from ingest.records import ERROR, HEADERS, OFFSET, PARTITION, SCOPE, SEQ, TIMESTAMP, TOPIC
 
 T = TypeVar("T")
@@ -65,29 +67,35 @@ class ToleranceExceeded(DataError):
     """A record failed and `errors.tolerance=none`: the task stops, nothing of the batch is committed."""
 
 
+def _default(key: str) -> Any:
+    return common_config_def("sink").keys[key].default  # a sink declares every errors.* key
+
+
 @dataclass(frozen=True)
 class ErrorPolicy:
-    """The connector's `errors.*` settings."""
+    """The connector's `errors.*` settings. Defaults are the ConfigDef's (ingest/config/connector.py)."""
 
-    tolerance: str = "none"
-    retry_timeout_ms: int = 0
-    retry_delay_max_ms: int = 60000
-    log_enable: bool = False
-    log_include_messages: bool = False
-    dlq_topic: str = ""
-    dlq_context_headers: bool = False
-    dlq_replication_factor: int = 3
+    tolerance: str = _default(ERRORS_TOLERANCE)
+    retry_timeout_ms: int = _default(RETRY_TIMEOUT)
+    retry_delay_max_ms: int = _default(RETRY_DELAY_MAX_MS)
+    log_enable: bool = _default(LOG_ENABLE)
+    log_include_messages: bool = _default(LOG_INCLUDE_MESSAGES)
+    dlq_topic: str = _default(DLQ_TOPIC)
+    dlq_context_headers: bool = _default(DLQ_CONTEXT_HEADERS)
+    dlq_replication_factor: int = _default(DLQ_REPLICATION)
 
     @classmethod
     def from_config(cls, config: Config) -> ErrorPolicy:
-        def get(key: str, default: Any) -> Any:
-            return config[key] if key in config else default
-
-        return cls(get("errors.tolerance", "none"), get("errors.retry.timeout", 0),
-                   get("errors.retry.delay.max.ms", 60000), get("errors.log.enable", False),
-                   get("errors.log.include.messages", False), get("errors.deadletterqueue.topic.name", "") or "",
-                   get("errors.deadletterqueue.context.headers.enable", False),
-                   get("errors.deadletterqueue.topic.replication.factor", 3))
+        """The policy a connector's config sets; a key its kind does not declare (a source has no dead letter
+        queue) keeps its default."""
+        keys = {"tolerance": ERRORS_TOLERANCE, "retry_timeout_ms": RETRY_TIMEOUT,
+                "retry_delay_max_ms": RETRY_DELAY_MAX_MS, "log_enable": LOG_ENABLE,
+                "log_include_messages": LOG_INCLUDE_MESSAGES, "dlq_topic": DLQ_TOPIC,
+                "dlq_context_headers": DLQ_CONTEXT_HEADERS, "dlq_replication_factor": DLQ_REPLICATION}
+        settings = {field: config[key] for field, key in keys.items() if key in config}
+        if settings.get("dlq_topic") is None:
+            settings.pop("dlq_topic", None)  # set to null: no dead letter queue
+        return cls(**settings)
 
     @property
     def tolerate(self) -> bool:
@@ -124,7 +132,7 @@ def has_errors(df: DataFrame) -> bool:
 
 
 def mark(df: DataFrame, stage: str, executing_class: str, reason: Column,
-         exception: str = "org.apache.kafka.connect.errors.DataException") -> DataFrame:
+         exception: str = DATA_EXCEPTION) -> DataFrame:
     """Records whose `reason` is not null failed `stage` (first failure wins)."""
     error = F.when(reason.isNotNull(), F.struct(
         F.lit(stage).alias("stage"), F.lit(executing_class).alias("class"), F.lit(exception).alias("exception"),

@@ -17,19 +17,19 @@ from ingest.config.configdef import Config, mask, secret_values, valid_table_nam
 from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX, ConnectorSetup, validate_connector
 from ingest.config.providers import provider_problems
 from ingest.config.worker import (CONFIGS_TABLE, LAKE_ROOT, LOCKS_DIR, OFFSET_STORAGE_TOPIC, RUNS_TABLE, STATUS_TABLE,
-                                  spark_settings, storage_options)
+                                  load_worker, spark_settings, storage_options)
 from ingest.errors import ConfigError, LakeConnectError, Problem, StateError
 from ingest.orchestration.specs import MAINTENANCE_DAG, dag_id
 from ingest.registry import Registry, default_registry
-from ingest.runtime import secrets
-from ingest.runtime.lease import Lease
+from ingest.config import secrets
+from ingest.runtime.batches import abandon_pending, task_app_id, task_lease
 from ingest.runtime.pipeline import Pipeline
 from ingest.runtime.runner import BatchReport, BatchRunner
-from ingest.state.stores import (ABANDONED, CONNECTOR_TASK, FAILED, PAUSED, PLANNED, RUNNING, STOPPED, UNASSIGNED,
+from ingest.state.stores import (CONNECTOR_TASK, FAILED, PAUSED, RUNNING, STOPPED, UNASSIGNED,
                                  Stores, state_uri)
 from ingest.state.stores import OffsetStore
 from ingest.state.tables import canonical_json
-from ingest.topics.backend import DeltaTopics, KafkaTopics, open_topics
+from ingest.topics.backend import TopicBackend, open_topics
 
 log = logging.getLogger("lakeconnect")
 
@@ -56,7 +56,12 @@ class Worker:
         self.worker_id = socket.gethostname()
         secrets.register(secret_values(config.originals))
 
-    def topics(self, connector: Mapping[str, str] | None = None) -> DeltaTopics | KafkaTopics:
+    @classmethod
+    def load(cls, path: str | None) -> Worker:
+        """The worker a config file describes (None: $LAKECONNECT_WORKER, conf/worker.properties or defaults)."""
+        return cls(load_worker(path))
+
+    def topics(self, connector: Mapping[str, str] | None = None) -> TopicBackend:
         """Where topics live (`topic.backend`), with `connector`'s client overrides when given."""
         return open_topics(self.config.originals, self.lake_root, self.storage_options, connector)
 
@@ -213,7 +218,7 @@ class Worker:
             changes[canonical_json(p)] = o
         if problems:
             raise ConfigError(problems)
-        self._abandon_pending(name)
+        abandon_pending(self.stores.runs, name, "offsets were altered or reset")
         key, store = self._offsets_key(name, found["config"])
         if sink:  # the consumer group first: a run killed in between finds the lake's old offsets, which win
             topics, positions = self.topics(found["config"]), {}
@@ -231,19 +236,10 @@ class Worker:
         current = store.committed(key)
         if self._kind(found["config"]) == "sink":  # as Kafka Connect resets a sink: its group goes (first)
             self.topics(found["config"]).delete_group(key)
-        self._abandon_pending(name)
+        abandon_pending(self.stores.runs, name, "offsets were altered or reset")
         # With nothing to reset, a marker row still records that a person chose to start over.
         store.commit(key, {p: None for p in current} or {"null": None}, task=-1, batch_id=0)
         return len(current)
-
-    def _abandon_pending(self, name: str) -> None:
-        """A batch planned from the old offsets must not be resumed after they change. Only the tasks' batches:
-        rows of negative tasks (an S3 sink's compaction) do not plan from offsets and must be finished."""
-        for task in {row["task"] for row in self.stores.runs.history(name) if row["task"] >= 0}:
-            last = self.stores.runs.last(name, task)
-            if last and last["state"] == PLANNED:
-                self.stores.runs.record(name, task, last["batch_id"], ABANDONED, plan=json.loads(last["plan"]),
-                                        error="offsets were altered or reset")
 
     # --- running -----------------------------------------------------------------------------------
 
@@ -257,7 +253,7 @@ class Worker:
             return []
         raw = found["config"]
         setup = self.validate(raw, source=f"connector '{name}'")
-        secrets.register_config(setup.config, raw)
+        secrets.register(setup.config.resolved_secrets(raw))
         _warn_unused(name, setup)
         connector = setup.connector()
         try:
@@ -275,8 +271,7 @@ class Worker:
             raise ConfigError([Problem(TASKS_MAX, f"task {task} does not exist; connector '{name}' has "
                                                   f"{len(task_configs)} task(s)")])
         locks = self.config[LOCKS_DIR]
-        leases = [Lease(self.lake_root, f"{name}.task-{t}", locks).acquire(f"connector '{name}' task {t}")
-                  for t in task_ids]
+        leases = [task_lease(self.lake_root, name, t, locks).acquire(f"connector '{name}' task {t}") for t in task_ids]
         reports: list[BatchReport] = []
         try:
             self._set_status(name, CONNECTOR_TASK, RUNNING)
@@ -293,7 +288,8 @@ class Worker:
         logger = TaskLogger(log, {"ctx": f"{name}|task-{t}"})
         merged = {**setup.config.originals, **task_configs[t]}
         task_config = Config(setup.config.definition, {**dict(setup.config), **_typed(setup, task_configs[t])}, merged)
-        context = TaskContext(name, t, self.config, self.spark, logger, self.lake_root, self.storage_options)
+        context = TaskContext(name, t, self.config, self.spark, logger, self.lake_root, self.storage_options,
+                              app_id=task_app_id(name, t, sink=setup.kind == "sink"))
         task = setup.info.cls.task_class(task_config, context)
         runner = BatchRunner(setup, self.stores, self.lake_root, self.storage_options, pipeline, logger, progress,
                              topics=self.topics(setup.config.originals))

@@ -3,16 +3,8 @@
 from ingest.topics.murmur2 import murmur2, murmur2_array, partition_column, partition_for_key, partitions_for_keys, to_positive
 from ingest.topics.cleanup import CleanResult
 from ingest.topics.schemas import RegisteredSchema, SchemaRegistry
-from ingest.topics.table import (
-    TOPIC_COLUMNS,
-    TOPIC_SCHEMA,
-    AppendResult,
-    PartitionAppend,
-    TopicDescription,
-    TopicTable,
-    list_topics,
-    validate_topic_name,
-)
+from ingest.topics.layout import TOPIC_COLUMNS, TOPIC_SCHEMA, validate_topic_name
+from ingest.topics.table import AppendResult, PartitionAppend, TopicDescription, TopicTable, list_topics
 
 __all__ = [
     "TOPIC_COLUMNS",

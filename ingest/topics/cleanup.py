@@ -46,10 +46,10 @@ from ingest.config.topic_configs import (
     CLEANUP_POLICY, COMPACT, DELETE, DELETE_RETENTION_MS, MIN_COMPACTION_LAG_MS, RETENTION_BYTES, RETENTION_MS,
     topic_configs,
 )
-from ingest.delta import file_name, read_table, snapshot_files, write_dataframe
+from ingest.delta import CommitOptions, FileOptions, file_name, read_table, snapshot_files, write_dataframe
 from ingest.delta._commit import MAINTENANCE_KEY, commit_files, plan_write
 from ingest.errors import StateError
-from ingest.topics.table import (
+from ingest.topics.layout import (
     KEY, LOG_CLEANED_TXN, LOG_END_TXN, LOG_START_TXN, OFFSET, PARTITION, TIMESTAMP, TOPIC_SCHEMA, VALUE,
 )
 
@@ -300,10 +300,11 @@ def _commit(plan: _CleanPlan, flags: DataFrame, table: TopicTable, spark: SparkS
                                 files=[f.path for f in plan.rewritten])
                      .join(dropped, [PARTITION, OFFSET], "left_anti")
                      .repartition(PARTITION).sortWithinPartitions(PARTITION, OFFSET))
-        result = write_dataframe(survivors, table.uri, app_id=None, version=None, schema_mode=None,
-                                 storage_options=table.storage_options, expected_version=version,
-                                 commit_metadata=metadata, opaque=(VALUE,), remove=plan.touched,
-                                 app_transactions=txns, check_files=_survivors_check(plan, table))
+        result = write_dataframe(
+            survivors, table.uri, app_id=None, version=None, schema_mode=None, storage_options=table.storage_options,
+            files=FileOptions(opaque=(VALUE,)),
+            commit=CommitOptions(expected_version=version, remove=tuple(plan.touched), app_transactions=tuple(txns),
+                                 metadata=metadata, check_files=_survivors_check(plan, table)))
     if result is None:  # never expected: the commit carries no app transaction of its own to be a retry of
         raise StateError(f"topic '{table.name}': the clean's commit was skipped as already committed; run it again")
     removed = plan.removed()

@@ -37,10 +37,9 @@ from ingest.config.worker import (EXACTLY_ONCE_SOURCE_SUPPORT, MARKERS_TOPIC, OV
                                   override_problems)
 from ingest.errors import ConfigError, FatalError, Problem, RetriableError, StateError, from_executor
 from ingest.runtime import faults
-from ingest.topics.table import (
-    HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, VALUE, AppendResult, PartitionAppend, TopicDescription, partition_choice,
-    validate_topic_name,
-)
+from ingest.topics.layout import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, VALUE, validate_topic_name
+from ingest.topics.numbering import partition_choice
+from ingest.topics.table import AppendResult, PartitionAppend, TopicDescription
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -223,6 +222,13 @@ class KafkaTopic:
 
     def end_offsets(self) -> dict[int, int]:
         return self.describe().end_offsets
+
+    def alter_configs(self, updates: Mapping[str, Any], deletes: Sequence[str] = ()) -> dict[str, str]:
+        raise ConfigError([Problem("topic.backend", "topics on a Kafka cluster keep their configs in the "
+                                                    "cluster: change them with Kafka's kafka-configs --alter")])
+
+    def first_record(self, ranges: Mapping[int, tuple[int, int]]) -> dict[str, bytes | None] | None:
+        return None  # a fetch of its own would cost what the batch's read costs: converters plan from the batch
 
     def create(self, partitions: int, configs: Mapping[str, Any] | None = None, *,
                if_not_exists: bool = False, replication_factor: int = -1,

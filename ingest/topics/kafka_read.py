@@ -46,12 +46,7 @@ from ingest.errors import (
     RetriableError,
     StateError,
 )
-from ingest.topics.table import (
-    CREATE_TIME,
-    LOG_APPEND_TIME,
-    TOPIC_COLUMNS,
-    TOPIC_SCHEMA,
-)
+from ingest.topics.layout import CREATE_TIME, LOG_APPEND_TIME, TOPIC_COLUMNS, TOPIC_SCHEMA
 
 if TYPE_CHECKING:
     from confluent_kafka import Message

@@ -31,21 +31,9 @@ from ingest.delta._files import META_SCHEMA, DataFile, write_files
 from ingest.delta._table import arrow_schema_of_spark, transaction_version
 from ingest.delta.write import _remove
 from ingest.errors import RetriableError
-from ingest.topics.table import (
-    _POSITION,
-    _UNSORTED,
-    OFFSET,
-    PARTITION,
-    POSITION_FUNCTION,
-    SEQ,
-    TIMESTAMP_TYPE,
-    TIMESTAMP_TYPE_CONFIG,
-    TOPIC_COLUMNS,
-    VALUE,
-    AppendResult,
-    TopicTable,
-    _position_function,
-)
+from ingest.topics.layout import OFFSET, PARTITION, SEQ, TIMESTAMP_TYPE, TIMESTAMP_TYPE_CONFIG, TOPIC_COLUMNS, VALUE
+from ingest.topics.numbering import POSITION_COLUMN, POSITION_FUNCTION, UNSORTED, position_function
+from ingest.topics.table import AppendResult, TopicTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -90,7 +78,7 @@ def append_topics(
     topic already held that batch) and the indexes left for `TopicTable.append`: a commit that lost a
     race, or a job that failed (its errors are the single append's to report, in its words).
     """
-    if not items or not _position_function():
+    if not items or not position_function():
         return {}, list(range(len(items)))
     results: dict[int, AppendResult | None] = {}
     # The staging expressions of one kind of batch (column types, partitions, timestamp type, keys required)
@@ -133,7 +121,7 @@ def _append_planned(planned: list[_Planned], app_id: str, version: int) -> dict[
             files = _write(planned, app_id, version, sort)
             break
         except (PySparkException, Py4JError) as e:
-            if _UNSORTED in str(e) and not sort:
+            if UNSORTED in str(e) and not sort:
                 continue
             log.warning("a many-topic append of %d topics failed (%s); appending them one by one",
                         len(planned), str(e).splitlines()[0][:200])
@@ -197,11 +185,11 @@ def _write(planned: list[_Planned], app_id: str, version: int, sort: bool) -> di
         firsts.append(len(bases))
         bases.extend(p.base[q] for q in range(p.partitions))
     slot = (F.col(TOPIC_INDEX) * F.lit(MAX_PARTITIONS) + F.col(PARTITION)).cast("int")
-    union = union.withColumn(_POSITION, F.call_function(POSITION_FUNCTION, slot, F.col(SEQ).cast("long")))
+    union = union.withColumn(POSITION_COLUMN, F.call_function(POSITION_FUNCTION, slot, F.col(SEQ).cast("long")))
     at = F.element_at(F.expr(f"array({', '.join(map(str, firsts))})"), F.col(TOPIC_INDEX) + 1) + F.col(PARTITION) + 1
-    offset = F.element_at(F.expr(f"array({', '.join(f'{b}L' for b in bases)})"), at) + F.col(_POSITION)
-    union = union.withColumn(OFFSET, F.when(F.col(_POSITION) >= 0, offset).otherwise(
-        F.raise_error(F.lit(_UNSORTED)).cast("long"))).select(*TOPIC_COLUMNS, TOPIC_INDEX)
+    offset = F.element_at(F.expr(f"array({', '.join(f'{b}L' for b in bases)})"), at) + F.col(POSITION_COLUMN)
+    union = union.withColumn(OFFSET, F.when(F.col(POSITION_COLUMN) >= 0, offset).otherwise(
+        F.raise_error(F.lit(UNSORTED)).cast("long"))).select(*TOPIC_COLUMNS, TOPIC_INDEX)
     schema = arrow_schema_of_spark(union.select(*TOPIC_COLUMNS).schema)
     for p in planned:
         p.plan = plan_write(p.table.uri, schema, mode="append", schema_mode=None, app_id=app_id, version=version,

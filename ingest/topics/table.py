@@ -1,6 +1,6 @@
 """A topic is a Delta table `<lake_root>/topics/<name>`, partitioned by `partition`, with Kafka's
 record fields and dense, gap-free offsets from 0 in every partition as appended (compaction leaves gaps;
-an offset never changes, see `clean`).
+an offset never changes, see ingest/topics/cleanup.py).
 
 The topic's own metadata (partition count, configs) lives in the table's Delta metadata, written by
 the same commit that creates the table, so a topic never exists without it. delta-rs 1.6 refuses
@@ -21,7 +21,6 @@ import datetime as dt_
 import json
 import logging
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from ingest.config.topic_configs import (
     compacted,
     topic_configs,
 )
-from ingest.delta import read_table, write_dataframe
+from ingest.delta import CommitOptions, FileOptions, read_table, write_dataframe
 from ingest.delta._table import (
     first_line,
     is_local,
@@ -52,255 +51,24 @@ from ingest.errors import ConfigError, DataError, Problem, RetriableError, State
 from ingest.jvm import batch_constant
 from ingest.spark import SessionCache
 from ingest.topics._lock import lake_lock
-from ingest.topics.murmur2 import partition_column
+from ingest.topics.layout import (
+    HEADERS, HEADERS_DDL, KEY, KEY_SCHEMA_ID, LOG_APPEND_TIME, LOG_CLEANED_TXN, LOG_END_TXN, LOG_START_TXN, META_KEY,
+    OFFSET, PARTITION, SEQ, TIMESTAMP, TIMESTAMP_TYPE, TIMESTAMP_TYPE_CONFIG, TOPIC_COLUMNS, TOPIC_SCHEMA, TOPICS_DIR,
+    VALUE, VALUE_SCHEMA_ID, validate_topic_name,
+)
+from ingest.topics.numbering import (
+    MOVED, POSITION_COLUMN, POSITION_FUNCTION, UNSORTED, Counted, Moved, Unsorted, one_spark_partition,
+    partition_choice, position_function, with_offset,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ingest.topics.cleanup import CleanResult
 
 log = logging.getLogger(__name__)
 
-TOPICS_DIR = "topics"
-# What a write numbered in parallel fails with when the batch it recomputes is not the one it counted.
-_MOVED = "lakeconnect: the batch changed between counting and writing its records"
 _KEYLESS = "Compacted topic cannot accept message without key"  # Kafka's broker's words
-_LONG_MAX = 2**63 - 1
-_POSITION = "__lc_position"
-META_KEY = "lakeconnect.topic"
-LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-MAX_NAME_LENGTH = 249
-CREATE_TIME = "CreateTime"
-LOG_APPEND_TIME = "LogAppendTime"
-TIMESTAMP_TYPE_CONFIG = "message.timestamp.type"
-# App transactions a clean records (see ingest/topics/cleanup.py), read back by `_offsets`: offsets are
-# immutable, so a partition's log start and end offsets must outlive the files holding those records.
-LOG_CLEANED_TXN = "lakeconnect.log-cleaned"
-LOG_START_TXN = "lakeconnect.log-start."
-LOG_END_TXN = "lakeconnect.log-end."
-
-PARTITION, OFFSET, TIMESTAMP, TIMESTAMP_TYPE = "partition", "offset", "timestamp", "timestamp_type"
-KEY, VALUE, HEADERS, KEY_SCHEMA_ID, VALUE_SCHEMA_ID = "key", "value", "headers", "key_schema_id", "value_schema_id"
-SEQ = "seq"
 _STAGE_COLUMNS = SessionCache()
-TOPIC_COLUMNS = (PARTITION, OFFSET, TIMESTAMP, TIMESTAMP_TYPE, KEY, VALUE, HEADERS, KEY_SCHEMA_ID, VALUE_SCHEMA_ID)
-HEADERS_DDL = "array<struct<key:string,value:binary>>"
-HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
-TOPIC_SCHEMA = pa.schema(
-    [
-        (PARTITION, pa.int32()),
-        (OFFSET, pa.int64()),
-        (TIMESTAMP, pa.timestamp("us", tz="UTC")),
-        (TIMESTAMP_TYPE, pa.string()),
-        (KEY, pa.binary()),
-        (VALUE, pa.binary()),
-        (HEADERS, pa.list_(pa.field("element", HEADER_TYPE))),
-        (KEY_SCHEMA_ID, pa.int32()),
-        (VALUE_SCHEMA_ID, pa.int32()),
-    ]
-)
-
-
-class _Moved(Exception):
-    """A batch numbered in parallel read other records the second time: number it in order instead."""
-
-
-class _Unsorted(Exception):
-    """The records of a Spark partition did not arrive in seq order: sort them first."""
-
-
-_UNSORTED = "lakeconnect: the records did not arrive in seq order"
-POSITION_FUNCTION = "lakeconnect_slot_position"
-POSITION_CLASS = "io.lakeconnect.SlotPosition"
-
-
-def _position_function() -> bool:
-    from pyspark.sql import SparkSession
-    from pyspark.sql.types import LongType
-
-    from ingest.jvm import java_function
-
-    spark = SparkSession.getActiveSession()
-    return spark is not None and java_function(spark, POSITION_FUNCTION, POSITION_CLASS, LongType(), deterministic=False)
-
-
-# Physical operators whose output has at least as many partitions as any of their children (a union usually
-# the sum of its children's). A plan of only these whose leaves hold several partitions in all is taken as
-# several: at worst (a union Spark merges by a shared partitioner) a one-task batch is counted first, which
-# is slower but numbers it the same.
-_NARROW = frozenset({
-    "WholeStageCodegenExec", "InputAdapter", "ProjectExec", "FilterExec", "GenerateExec", "UnionExec",
-    "ColumnarToRowExec", "RowToColumnarExec", "SortExec", "ExpandExec", "InMemoryTableScanExec",
-    "BatchScanExec", "FileSourceScanExec", "RDDScanExec", "LocalTableScanExec", "RangeExec", "SerializeFromObjectExec",
-    "DeserializeToObjectExec", "PythonMapInArrowExec", "MapInArrowExec",
-    "MapInPandasExec", "ArrowEvalPythonExec", "BatchEvalPythonExec",
-})
-
-
-def _one_spark_partition(df: DataFrame) -> bool:
-    """Whether Spark plans `df` as one partition. Planning only: a plan with an exchange (adaptive, whose
-    partitions are only known once its stages have run) counts as several. A plan of narrow operators over
-    a leaf of several partitions is answered from its leaves; otherwise the plan is prepared for running
-    (its stages' generated code compiled), which for a large projection costs a few hundred ms."""
-    try:
-        plan = df._jdf.queryExecution().executedPlan()
-        if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
-            return False
-        nodes, leaves, narrow = [plan], 0, True
-        while nodes and narrow:
-            node = nodes.pop()
-            narrow = node.getClass().getSimpleName() in _NARROW
-            children = node.children()
-            if children.isEmpty():
-                leaves += node.execute().getNumPartitions()
-            else:
-                nodes.extend(children.apply(i) for i in range(children.size()))
-        if narrow and leaves > 1:
-            return False
-        return plan.execute().getNumPartitions() == 1
-    except (Py4JError, PySparkException):
-        return False
-
-
-class _Counted:
-    """Offsets planned from a count of the batch: for each slot (Spark partition, topic partition), its
-    records' first offset, count, seq range, and where they start among their Spark partition's records
-    once sorted by (partition, seq).
-
-    Each Spark partition numbers its own records: every task writes in parallel, and the offsets are the
-    ones one ordered pass would give. The write recomputes the batch, and a source that reads something
-    else the second time (a table changed in between) is caught: a record beyond its slot's count or
-    outside its seq range fails the write, and a slot with fewer records fails the check before the
-    commit. Nothing uncommitted is left behind either way.
-    """
-
-    FIELDS = ("start", "count", "first", "lo", "hi")
-
-    def __init__(self, n: int, width: int, base: dict[int, int]):
-        self.n = n
-        self.base = base
-        self.slots: dict[str, list[int | None]] = {k: [None] * (width * n) for k in self.FIELDS}
-        self.expected: dict[int, int] = {}
-
-    @classmethod
-    def planned(cls, counts: Sequence[int | None], base: int) -> _Counted:
-        """A one-partition topic's slots from the source's counts (`RecordBatch.counts`): Spark partition
-        i's records come after partition i - 1's; the last one's count may be unknown."""
-        if any(c is None or c < 0 for c in counts[:-1]):
-            raise ValueError(f"only the last Spark partition's count may be unknown: {list(counts)}")
-        counted = cls(1, len(counts), {0: base})
-        first = base
-        for spark_part, count in enumerate(counts):
-            counted.put(spark_part, 0, start=0, count=_LONG_MAX if count is None else count, first=first,
-                        lo=-_LONG_MAX, hi=_LONG_MAX)
-            first += count or 0
-        if counts[-1] is not None:
-            counted.expected[0] = first - base
-        return counted
-
-    def put(self, spark_part: int, partition: int, **values: int) -> None:
-        for key, value in values.items():
-            self.slots[key][spark_part * self.n + partition] = value
-
-    def numbered(self, staged: DataFrame, sort: bool):
-        """(records with offsets, the check of the written files, the one topic partition written or None)."""
-        from pyspark.sql import functions as F
-
-        pid = F.spark_partition_id()
-        slot = (pid.cast("long") * self.n + F.col(PARTITION)).cast("int")
-
-        def at(key: str):
-            literal = F.expr("array(" + ",".join("CAST(NULL AS BIGINT)" if v is None else f"{v}L"
-                                                 for v in self.slots[key]) + ")")
-            return F.try_element_at(literal, slot + 1)
-
-        if sort:
-            staged = staged.sortWithinPartitions(PARTITION, SEQ)
-        if _position_function():  # the records before this one in its slot, counted as they come (-1: out of order)
-            position = F.call_function(POSITION_FUNCTION, slot, F.col(SEQ).cast("long"))
-        else:  # sorted: the record's index in its Spark partition, less where its slot starts there
-            position = F.monotonically_increasing_id() - F.shiftleft(pid.cast("long"), 33) - at("start")
-        # Its own column: Spark evaluates a nondeterministic expression once per record, in order.
-        staged = staged.withColumn(_POSITION, position)
-        position, seq = F.col(_POSITION), F.col(SEQ)
-        fits = (at("first").isNotNull() & (position >= 0) & (position < at("count")) & (seq >= at("lo"))
-                & (seq <= at("hi")))
-        failure = F.when(position < 0, F.lit(_UNSORTED)).otherwise(F.lit(_MOVED))
-        offset = F.when(fits, at("first") + position).otherwise(F.raise_error(failure).cast("long"))
-        records = staged.select(*_with_offset(offset))
-        expected, base = dict(self.expected), self.base
-
-        def check(files) -> None:
-            """Each partition's offsets dense from its end offset, and as many as counted (where known)."""
-            written: dict[int, list[int]] = {}
-            for f in files:
-                if not f.num_records:
-                    continue
-                p, stats = int(f.partition_values[PARTITION]), f.stats_dict
-                lo, hi = stats["minValues"][OFFSET], stats["maxValues"][OFFSET]
-                w = written.setdefault(p, [0, lo, hi])
-                w[0], w[1], w[2] = w[0] + f.num_records, min(w[1], lo), max(w[2], hi)
-            counts = {p: w[0] for p, w in written.items()}
-            if any(counts.get(p, 0) != c for p, c in expected.items()):
-                raise _Moved(f"it wrote {counts} records per partition where it counted {expected}")
-            for p, (count, lo, hi) in written.items():
-                if lo != base.get(p) or hi - lo + 1 != count:
-                    raise _Moved(f"partition {p} got offsets {lo}..{hi} for {count} records from end offset "
-                                 f"{base.get(p)}")
-
-        if self.n == 1:
-            single = 0
-        else:
-            nonempty = [p for p, c in expected.items() if c]
-            single = nonempty[0] if len(nonempty) == 1 else None
-        return records, check, single
-
-
-def _with_offset(offset):
-    """The topic's columns, `offset` as OFFSET: one projection (Spark analyses the whole plan at each)."""
-    from pyspark.sql import functions as F
-
-    return [offset.alias(OFFSET) if c == OFFSET else F.col(c) for c in TOPIC_COLUMNS]
-
-
-def partition_choice(types: Mapping[str, Any], n: int, version: int, topic: str):
-    """The partition of each record, as Kafka's producer chooses it: the record's own (checked against the
-    topic's `n`), else murmur2 of the key bytes, else spread evenly by a hash of (`seq`, `version`), which
-    is deterministic, so a retried batch lands where the first try did. `types`: the records' column types."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import NullType
-
-    def opt(col: str, ddl: str):
-        return F.col(col).cast(ddl) if col in types else F.lit(None).cast(ddl)
-
-    key, part = opt(KEY, "binary"), opt(PARTITION, "int")
-    bad = F.raise_error(
-        F.concat(F.lit(f"topic '{topic}' has {n} partitions; record partition "), part.cast("string"),
-                 F.lit(f" is outside [0, {n})")))
-    chosen = F.when(part.isNotNull(), F.when((part < 0) | (part >= n), bad).otherwise(part))
-    if not isinstance(types.get(KEY, NullType()), NullType):  # a batch of tombstone keys needs no hashing
-        chosen = chosen.when(key.isNotNull(), partition_column(key, n))
-    # Unkeyed: spread evenly by a hash of the record's position (sources' positions are often
-    # strided, e.g. byte offsets of equal-length lines, so position % n would pile them up).
-    # One partition takes them all; the version is kept out of the generated code (`batch_constant`).
-    spread = F.lit(0) if n == 1 else F.pmod(F.xxhash64(F.col(SEQ).cast("long"), batch_constant(F.lit(version))),
-                                            F.lit(n)).cast("int")
-    return chosen.otherwise(spread)
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's rules: 1..249 characters of [a-zA-Z0-9._-], and not '.' or '..'."""
-    problem = None
-    if not name:
-        problem = "is empty"
-    elif name in (".", ".."):
-        problem = "cannot be '.' or '..'"
-    elif len(name) > MAX_NAME_LENGTH:
-        problem = f"is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}"
-    elif not LEGAL_NAME.fullmatch(name):
-        problem = "may only contain ASCII letters, digits, '.', '_' and '-'"
-    if problem:
-        raise ConfigError(f"topic name {name!r} {problem}")
 
 
 @dataclass(frozen=True)
@@ -571,15 +339,6 @@ class TopicTable:
         mm = pc.min_max(col)
         return mm["min"].as_py(), mm["max"].as_py()
 
-    # --- maintenance -----------------------------------------------------------------------------
-
-    def clean(self, now_ms: int | None = None, spark: SparkSession | None = None) -> CleanResult:
-        """Remove what the topic's `cleanup.policy` allows as of `now_ms` (default: now), as Kafka's log
-        cleaner and retention do, each record its own segment: see `ingest.topics.cleanup`."""
-        from ingest.topics.cleanup import clean_topic
-
-        return clean_topic(self, now_ms=now_ms, spark=spark)
-
     # --- writing ---------------------------------------------------------------------------------
 
     def append(
@@ -634,37 +393,37 @@ class TopicTable:
         """Number the offsets in parallel when the batch allows it (the source's `counts`, or see `_count`),
         else in order, one task per topic partition; write and commit."""
         try:
-            planned = counts() if counts is not None and n == 1 and _position_function() else None
+            planned = counts() if counts is not None and n == 1 and position_function() else None
             if planned is not None and len(planned) > 1:
                 for sort in (False, True):
                     try:
-                        return self._write(*_Counted.planned(planned, base[0]).numbered(staged, sort), app_id,
+                        return self._write(*Counted.planned(planned, base[0]).numbered(staged, sort), app_id,
                                            version, pinned, table)
-                    except _Unsorted:
+                    except Unsorted:
                         continue
-                    except _Moved as e:
+                    except Moved as e:
                         log.info("topic '%s': %s; counting the batch itself", self.name, e)
                         break
-            elif _position_function() and _one_spark_partition(staged):  # one task: no count needed
+            elif position_function() and one_spark_partition(staged):  # one task: no count needed
                 for sort in (False, True):
                     try:
                         return self._write(*self._number_one_task(staged, n, base, sort), app_id, version, pinned,
                                            table)
-                    except _Unsorted:
+                    except Unsorted:
                         continue
-                    except _Moved:
+                    except Moved:
                         break
                 return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned, table)
             counted = self._count(staged, n, base)
             if counted is not None:
                 # As the records arrive when they arrive sorted (a range read of a key usually does),
                 # else sorted within each Spark partition first.
-                for sort in ((False, True) if _position_function() else (True,)):
+                for sort in ((False, True) if position_function() else (True,)):
                     try:
                         return self._write(*counted.numbered(staged, sort), app_id, version, pinned, table)
-                    except _Unsorted:
+                    except Unsorted:
                         continue
-                    except _Moved as e:
+                    except Moved as e:
                         log.info("topic '%s': %s; numbering it in one task per partition", self.name, e)
                         break
             return self._write(self._number_in_order(staged, n, base), None, None, app_id, version, pinned, table)
@@ -687,22 +446,20 @@ class TopicTable:
                 version=version,
                 schema_mode=None,
                 storage_options=self.storage_options,
-                expected_version=pinned,
                 table=table,
-                commit_metadata={"lakeconnect.topic": self.name},
-                opaque=(VALUE,),
-                unfiltered=(TIMESTAMP_TYPE,),
-                check_files=check,
-                single_partition=None if single_partition is None else {PARTITION: str(single_partition)},
+                files=FileOptions(opaque=(VALUE,), unfiltered=(TIMESTAMP_TYPE,),
+                                  single_partition=None if single_partition is None else {PARTITION: str(single_partition)}),
+                commit=CommitOptions(expected_version=pinned, metadata={"lakeconnect.topic": self.name},
+                                     check_files=check),
             )
         except (PySparkException, Py4JError) as e:
-            if _UNSORTED in str(e):
-                raise _Unsorted() from e
-            if _MOVED in str(e):
-                raise _Moved("its records changed between counting and writing") from e
+            if UNSORTED in str(e):
+                raise Unsorted() from e
+            if MOVED in str(e):
+                raise Moved("its records changed between counting and writing") from e
             raise
 
-    def _count(self, staged: DataFrame, n: int, base: dict[int, int]) -> _Counted | None:
+    def _count(self, staged: DataFrame, n: int, base: dict[int, int]) -> Counted | None:
         """The batch's records counted per (Spark partition, topic partition), with their `seq` range; None
         when the offsets need one global order (no records, null seqs, or seq ranges of two Spark
         partitions interleaving in a topic partition)."""
@@ -713,7 +470,7 @@ class TopicTable:
         ).collect()
         if not stats or any(r["n"] != r["seqs"] for r in stats):
             return None
-        counted = _Counted(n, max(r["pid"] for r in stats) + 1, base)
+        counted = Counted(n, max(r["pid"] for r in stats) + 1, base)
         for spark_part in {r["pid"] for r in stats}:  # sorted within a Spark partition: by (partition, seq)
             at = 0
             for r in sorted((r for r in stats if r["pid"] == spark_part), key=lambda r: r[PARTITION]):
@@ -738,14 +495,14 @@ class TopicTable:
 
         if sort:
             staged = staged.sortWithinPartitions(PARTITION, SEQ)
-        staged = staged.withColumn(_POSITION, F.call_function(POSITION_FUNCTION, F.col(PARTITION),
+        staged = staged.withColumn(POSITION_COLUMN, F.call_function(POSITION_FUNCTION, F.col(PARTITION),
                                                               F.col(SEQ).cast("long")))
-        position = F.col(_POSITION)
+        position = F.col(POSITION_COLUMN)
         bases = F.array(*[F.lit(base[p]).cast("long") for p in range(n)])
-        failure = F.when(position < 0, F.lit(_UNSORTED)).otherwise(F.lit(_MOVED))
+        failure = F.when(position < 0, F.lit(UNSORTED)).otherwise(F.lit(MOVED))
         offset = F.when((F.spark_partition_id() == 0) & (position >= 0),
                         F.element_at(bases, F.col(PARTITION) + 1) + position).otherwise(F.raise_error(failure).cast("long"))
-        return staged.select(*_with_offset(offset)), None, 0 if n == 1 else None
+        return staged.select(*with_offset(offset)), None, 0 if n == 1 else None
 
     def _number_in_order(self, staged: DataFrame, n: int, base: dict[int, int]) -> DataFrame:
         """Offsets by `row_number` over each topic partition in seq order: one task per partition."""

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
-from ingest.delta import append_arrow, read_table, write_dataframe  # noqa: E402
+from ingest.delta import FileOptions, append_arrow, read_table, write_dataframe  # noqa: E402
 from ingest.spark import get_spark  # noqa: E402
 
 
@@ -127,7 +127,7 @@ def main() -> None:
                 shutil.rmtree(last, ignore_errors=True)
             last = os.path.join(scratch, f"delta_{engine}_{rep}")
             c, t = tree_cpu_s(jpid), time.perf_counter()
-            result = write_dataframe(df, last, app_id="bench", version=1, engine=engine)
+            result = write_dataframe(df, last, app_id="bench", version=1, files=FileOptions(engine=engine))
             bridge_s, bridge_c = time.perf_counter() - t, tree_cpu_s(jpid) - c
             assert result is not None and result.num_records == n, result
             if rep >= 0:

@@ -61,7 +61,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ingest.topics.table import partition_choice
+from ingest.topics.numbering import partition_choice
 from tests.bench.bench_jdbc import read_env, rss_mib
 from tests.bench.s3util import remove_buckets
 from tests.bench.spark_baseline import (

@@ -46,7 +46,7 @@ def test_worker_declared_provider_with_params(tmp_path, monkeypatch):
 def test_validated_setup_never_prints_secrets(monkeypatch):
     from ingest.config.connector import validate_connector
     from ingest.config.worker import load_worker
-    from ingest.runtime.secrets import scrub
+    from ingest.config.secrets import scrub
 
     monkeypatch.setenv("TOPIC_FROM_ENV", "pr1vate-topic")
     setup = validate_connector({"name": "x", "connector.class": "FileStreamSource", "file": "/tmp/f",

@@ -13,7 +13,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from ingest.delta import append_arrow, read_arrow, read_table, write_dataframe
+from ingest.delta import FileOptions, append_arrow, read_arrow, read_table, write_dataframe
 from ingest.errors import StateError
 from ingest.topics import TopicTable
 
@@ -71,7 +71,8 @@ def test_spark_write_and_read_on_s3(spark, s3_options):
     uri = "s3://lake/tables/events"
     df = spark.range(0, 500, 1, 3).selectExpr("id", "cast(id % 4 as int) as p", "concat('e', cast(id as string)) as s")
     with pytest.raises(StateError, match="local tables only"):
-        write_dataframe(df, uri, app_id="a", version=1, partition_by=["p"], storage_options=s3_options, engine="spark")
+        write_dataframe(df, uri, app_id="a", version=1, partition_by=["p"], storage_options=s3_options,
+                        files=FileOptions(engine="spark"))
     r = write_dataframe(df, uri, app_id="a", version=1, partition_by=["p"], storage_options=s3_options)
     assert r.num_records == 500
     assert write_dataframe(df, uri, app_id="a", version=1, storage_options=s3_options) is None

@@ -27,7 +27,7 @@ def write(engine):
     """write_dataframe with one engine: every test here runs with both."""
 
     def _write(*args, **kwargs):
-        return write_mod.write_dataframe(*args, engine=engine, **kwargs)
+        return write_mod.write_dataframe(*args, files=write_mod.FileOptions(engine=engine), **kwargs)
 
     return _write
 
@@ -289,13 +289,13 @@ def test_opaque_and_unfiltered_columns_with_either_engine(spark, tmp_path):
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
 
-    from ingest.delta import write_dataframe
+    from ingest.delta import FileOptions, write_dataframe
 
     df = spark.range(0, 1000, 1, 1).selectExpr("cast(id % 3 as string) as a", "cast(id % 3 as string) as b",
                                                "cast(id % 2 as string) as c")
     for engine in ("spark", "arrow"):
         uri = str(tmp_path / engine)
-        write_dataframe(df, uri, app_id="t", version=1, engine=engine, opaque=("b",), unfiltered=("c",))
+        write_dataframe(df, uri, app_id="t", version=1, files=FileOptions(engine=engine, opaque=("b",), unfiltered=("c",)))
         for f in DeltaTable(uri).file_uris():
             meta = pq.ParquetFile(f).metadata
             enc = {meta.schema.column(i).path: meta.row_group(0).column(i).encodings for i in range(meta.num_columns)}

@@ -12,6 +12,7 @@ import pytest
 
 from ingest.errors import StateError
 from ingest.topics import TopicTable
+from ingest.topics.cleanup import clean_topic
 from tests.delta_sink._support import committed_offsets, order, sink_config, table_rows, worker_of
 
 BASE = 1_700_000_000_000
@@ -36,7 +37,7 @@ def _behind_the_log_start(spark, worker_file, **config: str):
     assert worker.run("lake")[0].records == 3
     _produce(spark, worker, range(3, 6), BASE, version=2)
     _produce(spark, worker, range(6, 8), BASE + 2 * HOUR, version=3)
-    cleaned = TopicTable(worker.lake_root, "orders").clean(now_ms=BASE + 2 * HOUR)
+    cleaned = clean_topic(TopicTable(worker.lake_root, "orders"), now_ms=BASE + 2 * HOUR)
     assert cleaned.start_offsets == {0: 6}
     return worker
 

@@ -12,6 +12,7 @@ from ingest.api import TaskContext, TopicRange
 from ingest.delta import merge_dataframe, read_table
 from ingest.errors import RetriableError
 from ingest.records import RecordBatch
+from ingest.runtime.batches import task_app_id
 from ingest.records.schema import INT32_SCHEMA, OPTIONAL_STRING_SCHEMA, struct
 from tests.delta_sink._support import (
     key, order, produce, sink_config, table_rows, table_version, worker_of,
@@ -87,7 +88,7 @@ def _task(worker_file, spark, **extra) -> DeltaTableSinkTask:
     setup = worker.validate(sink_config(topics="t", **{"insert.mode": "upsert", "pk.mode": "record_key",
                                                        "delete.enabled": "true", **extra}))
     context = TaskContext("lake", 0, worker.config, lambda: spark, logging.LoggerAdapter(logging.getLogger("t"), {}),
-                          worker.lake_root)
+                          worker.lake_root, app_id=task_app_id("lake", 0, sink=True))
     return DeltaTableSinkTask(setup.config, context)
 
 

@@ -205,7 +205,7 @@ def test_a_batch_begun_before_markers_named_their_split_resumes_in_that_split(sp
     from pyspark.sql import functions as F
 
     from ingest.topics.kafka import BatchMarkers, KafkaClients, KafkaTopic
-    from ingest.topics.table import partition_choice
+    from ingest.topics.numbering import partition_choice
 
     tasks = spark.sparkContext.defaultParallelism
     assert tasks >= 2, "two tasks at least, or every split is the same"

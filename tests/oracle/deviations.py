@@ -1,6 +1,6 @@
 """Where lakeconnect knowingly differs from Kafka's classes, and why. The oracle tests consult this list: a
 case whose id matches an entry's pattern is compared on everything but the entry's aspect. Keep it short;
-README.md's "Fidelity: Kafka's transforms and converters" lists the same entries."""
+docs/transforms.md's "Fidelity: Kafka's transforms and converters" lists the same entries."""
 
 from __future__ import annotations
 

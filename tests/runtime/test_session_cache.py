@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from ingest.spark import SessionCache, session_key
+from ingest.jvm import session_key
+from ingest.spark import SessionCache
 
 
 def test_a_value_is_built_once_per_key_and_session(spark):

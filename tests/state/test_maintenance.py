@@ -224,7 +224,7 @@ def test_cli_maintains_the_lake_and_reports_bad_flags(lake, worker_file):
 
 
 def test_a_failure_report_never_shows_a_secret(lake, monkeypatch):
-    from ingest.runtime import secrets
+    from ingest.config import secrets
 
     secrets.register(["s3cr3t-key-value"])
     _stores(lake).status.set("c", 0, "RUNNING")

@@ -1,4 +1,4 @@
-"""Kafka's retention and compaction applied to topic tables (`TopicTable.clean`): what goes, what stays, and
+"""Kafka's retention and compaction applied to topic tables (`clean_topic`): what goes, what stays, and
 offsets that never move (log start and end offsets survive the records that held them)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from deltalake import DeltaTable
 
 from ingest.errors import ConfigError, StateError
 from ingest.topics import TopicTable
+from ingest.topics.cleanup import clean_topic
 
 BASE = 1_700_000_000_000  # a clock in ms: record timestamps and `now_ms` are offsets from it
 SECOND = 1000
@@ -114,7 +115,7 @@ def test_time_retention_removes_the_expired_prefix_and_offsets_stay(tmp_path, sp
     version = DeltaTable(topic.uri).version()
 
     now = BASE + 100 * SECOND  # records older than BASE + 40 s have expired
-    result = topic.clean(now_ms=now)
+    result = clean_topic(topic, now_ms=now)
     assert result.removed == {0: 3, 1: 2} and result.records_removed == 5
     assert result.start_offsets == {0: 3, 1: 2} and result.table_version == version + 1
     assert _offsets(topic) == ({0: 3, 1: 2}, {0: 6, 1: 2})
@@ -124,7 +125,7 @@ def test_time_retention_removes_the_expired_prefix_and_offsets_stay(tmp_path, sp
     assert commit["lakeconnect.maintenance"] == "retention"
 
     # Everything expires: the partitions are empty, their offsets are not reset.
-    assert topic.clean(now_ms=now + 3600 * SECOND).removed == {0: 3}
+    assert clean_topic(topic, now_ms=now + 3600 * SECOND).removed == {0: 3}
     assert _offsets(topic) == ({0: 6, 1: 2}, {0: 6, 1: 2})
     assert _records(topic) == []
     # Appends go on numbering from the old end offsets.
@@ -139,12 +140,12 @@ def test_retention_bytes_keeps_the_newest_records_within_the_limit(tmp_path, spa
     # Each record is len(key) + len(value) = 2 + 8 = 10 bytes; a tombstone counts its key only (2 bytes).
     records = [(0, f"k{i}", f"value-0{i}", BASE) for i in range(5)] + [(0, "kt", None, BASE)]
     _append(spark, topic, records)
-    result = topic.clean(now_ms=BASE)
+    result = clean_topic(topic, now_ms=BASE)
     # 52 bytes: offsets 0, 1 and 2 go (42, 32, then 22 <= 25); 3, 4 and the tombstone stay.
     assert result.removed == {0: 3} and result.start_offsets == {0: 3}
     assert [o for _, o, *_ in _records(topic)] == [3, 4, 5]
     assert _offsets(topic) == ({0: 3}, {0: 6})
-    assert topic.clean(now_ms=BASE).table_version is None
+    assert clean_topic(topic, now_ms=BASE).table_version is None
 
 
 # --- compaction -----------------------------------------------------------------------------------------
@@ -159,7 +160,7 @@ def test_compaction_keeps_the_latest_record_of_each_key_with_its_offset(tmp_path
                (0, "a", "a2", young), (0, "a", "a3", old),  # from the first young record on, nothing is cleaned
                (0, "c", "c1", old), (0, "c", "c2", old)]
     _append(spark, topic, records)
-    result = topic.clean(now_ms=now)
+    result = clean_topic(topic, now_ms=now)
     assert result.removed == {0: 2} and result.start_offsets == {0: 0}
     kept = [(o, k, v) for _, o, k, v, _ in _records(topic)]
     assert kept == [(2, "a", "a1"), (3, "c", "c0"), (4, "b", "b1"), (5, "a", "a2"), (6, "a", "a3"), (7, "c", "c1"),
@@ -169,7 +170,7 @@ def test_compaction_keeps_the_latest_record_of_each_key_with_its_offset(tmp_path
     assert DeltaTable(topic.uri).history(1)[0]["lakeconnect.maintenance"] == "compaction"
 
     # Later, all are old enough; the last record (the active segment) is still never cleaned.
-    result = topic.clean(now_ms=now + 3600 * SECOND)
+    result = clean_topic(topic, now_ms=now + 3600 * SECOND)
     assert [(o, k, v) for _, o, k, v, _ in _records(topic)] == [(4, "b", "b1"), (6, "a", "a3"), (7, "c", "c1"),
                                                                 (8, "c", "c2")]
     assert result.removed == {0: 3} and _offsets(topic) == ({0: 0}, {0: 9})
@@ -183,10 +184,10 @@ def test_tombstones_go_only_after_delete_retention(tmp_path, spark):
     _append(spark, topic, [(0, "a", "a0", BASE), (0, "b", "b0", BASE), (0, "a", None, BASE + SECOND),
                            (0, "z", "last", BASE + 2 * SECOND)])
     # The tombstone is the latest of key a: a0 goes at once, the tombstone only an hour after it was written.
-    assert topic.clean(now_ms=BASE + 60 * SECOND).removed == {0: 1}
+    assert clean_topic(topic, now_ms=BASE + 60 * SECOND).removed == {0: 1}
     assert [(o, k, v) for _, o, k, v, _ in _records(topic)] == [(1, "b", "b0"), (2, "a", None), (3, "z", "last")]
-    assert topic.clean(now_ms=BASE + 3600 * SECOND).table_version is None  # not yet older than 1 h
-    assert topic.clean(now_ms=BASE + 3602 * SECOND).removed == {0: 1}
+    assert clean_topic(topic, now_ms=BASE + 3600 * SECOND).table_version is None  # not yet older than 1 h
+    assert clean_topic(topic, now_ms=BASE + 3602 * SECOND).removed == {0: 1}
     assert [(o, k, v) for _, o, k, v, _ in _records(topic)] == [(1, "b", "b0"), (3, "z", "last")]
     assert _offsets(topic) == ({0: 0}, {0: 4})
 
@@ -196,7 +197,7 @@ def test_compact_and_delete_together(tmp_path, spark):
     # offsets:                  0 (expired)       1 (expired)          2 (fresh)             3 (fresh, last)
     _append(spark, topic, [(0, "a", "a0", BASE), (0, "b", "b0", BASE), (0, "a", "a1", BASE + 200 * SECOND),
                            (0, "b", "b1", BASE + 200 * SECOND)])
-    result = topic.clean(now_ms=BASE + 250 * SECOND)
+    result = clean_topic(topic, now_ms=BASE + 250 * SECOND)
     # Compaction removes a0 (a1 is newer); retention then removes b0, the expired prefix of what is left.
     assert result.removed == {0: 2} and result.start_offsets == {0: 2}
     assert [(o, k) for _, o, k, *_ in _records(topic)] == [(2, "a"), (3, "b")]
@@ -211,10 +212,10 @@ def test_a_second_clean_at_the_same_time_commits_nothing(tmp_path, spark):
     topic = _topic(tmp_path, spark, {"cleanup.policy": "compact,delete", "retention.ms": str(100 * SECOND)})
     _append(spark, topic, [(0, f"k{i % 3}", f"v{i}", BASE + i * 30 * SECOND) for i in range(10)])
     now = BASE + 200 * SECOND
-    first = topic.clean(now_ms=now)
+    first = clean_topic(topic, now_ms=now)
     assert first.records_removed > 0 and first.table_version is not None
     records, version = _records(topic), DeltaTable(topic.uri).version()
-    second = topic.clean(now_ms=now)
+    second = clean_topic(topic, now_ms=now)
     assert (second.table_version, second.removed, second.files_removed, second.files_added) == (None, {}, 0, 0)
     assert second.start_offsets == first.start_offsets
     assert DeltaTable(topic.uri).version() == version and _records(topic) == records
@@ -234,18 +235,18 @@ def test_a_clean_interrupted_before_its_commit_changes_nothing(tmp_path, spark, 
     monkeypatch.setattr(ingest.delta.write, "commit_files", killed)
     monkeypatch.setattr(ingest.topics.cleanup, "commit_files", killed)
     with pytest.raises(RuntimeError, match="killed"):
-        topic.clean(now_ms=BASE + SECOND)
+        clean_topic(topic, now_ms=BASE + SECOND)
     assert DeltaTable(topic.uri).version() == version
     assert _records(topic) == records and _offsets(topic) == offsets
 
     monkeypatch.undo()
-    assert topic.clean(now_ms=BASE + SECOND).removed == {0: 3}  # the same clean, run again, completes
+    assert clean_topic(topic, now_ms=BASE + SECOND).removed == {0: 3}  # the same clean, run again, completes
     assert [(o, v) for _, o, _, v, _ in _records(topic)] == [(3, "v3"), (4, "v4"), (5, "v5")]
 
 
 def test_bad_input_is_named(tmp_path, spark):
     with pytest.raises(StateError, match="topic 'events' does not exist"):
-        TopicTable(str(tmp_path), "events").clean(now_ms=BASE)
+        clean_topic(TopicTable(str(tmp_path), "events"), now_ms=BASE)
     topic = _topic(tmp_path, spark, {"retention.ms": "1000"})
     # Configs stored before they were checked (an older version, another tool): clean names the bad key.
     table = DeltaTable(topic.uri)
@@ -253,7 +254,7 @@ def test_bad_input_is_named(tmp_path, spark):
     description["lakeconnect.topic"]["configs"]["retention.ms"] = "soon"
     table.alter.set_table_description(json.dumps(description))
     with pytest.raises(ConfigError, match="retention.ms"):
-        topic.clean(now_ms=BASE)
+        clean_topic(topic, now_ms=BASE)
 
 
 # --- against the model ------------------------------------------------------------------------------------
@@ -277,7 +278,7 @@ def test_readers_see_what_kafkas_rules_leave(tmp_path, spark):
     start, end = _offsets(topic)
     for now in (clock - 300 * SECOND, clock - 100 * SECOND, clock + 60 * SECOND):
         expected, expected_start = kafka_clean(_as_log(records, 2), start, end, configs, now)
-        result = topic.clean(now_ms=now)
+        result = clean_topic(topic, now_ms=now)
         assert result.records_removed == len(records) - sum(map(len, expected.values())) > 0
         records = _records(topic)
         start, end = _offsets(topic)

@@ -313,10 +313,12 @@ def test_offsets_follow_seq_whichever_way_they_are_numbered(spark, tmp_path, mon
     lakeconnect's Java position function (always sorted, records numbered by their index)."""
     import random
 
+    from ingest.topics import many, numbering
     from ingest.topics import table as T
 
     if not jvm:
-        monkeypatch.setattr(T, "_position_function", lambda: False)
+        for module in (numbering, T, many):
+            monkeypatch.setattr(module, "position_function", lambda: False)
     counts = []
     real_count = T.TopicTable._count
     monkeypatch.setattr(T.TopicTable, "_count", lambda self, *a: counts.append(1) or real_count(self, *a))
@@ -349,7 +351,7 @@ def test_one_spark_partition_is_answered_from_the_plan_as_spark_runs_it(spark):
     leaves, before any of its generated code is compiled."""
     from pyspark.sql import functions as F
 
-    from ingest.topics import table as T
+    from ingest.topics.numbering import one_spark_partition
 
     cached = spark.range(0, 100, 1, 3).persist()
     cached.count()
@@ -364,16 +366,16 @@ def test_one_spark_partition_is_answered_from_the_plan_as_spark_runs_it(spark):
     }
     try:
         for name, (df, one) in plans.items():
-            assert T._one_spark_partition(df) is one, name
+            assert one_spark_partition(df) is one, name
             assert (df.rdd.getNumPartitions() == 1) is one, name
         # An exchange (adaptive: its partitions are known once it has run) counts as several.
-        assert T._one_spark_partition(spark.range(0, 100, 1, 4).orderBy(F.col("id").desc())) is False
+        assert one_spark_partition(spark.range(0, 100, 1, 4).orderBy(F.col("id").desc())) is False
         # The shortcut: a narrow plan over 4 partitions is answered without compiling its generated code
         # (Spark counts compilations; a unique expression keeps Spark's code cache from answering instead).
         compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
         df = spark.range(0, 100, 1, 4).select(*wide, (F.col("id") * 7919 + 104729).alias("unique"))
         before = compiled.getCount()
-        assert T._one_spark_partition(df) is False
+        assert one_spark_partition(df) is False
         assert compiled.getCount() == before
         df._jdf.queryExecution().executedPlan().execute()  # what the answer otherwise costs
         assert compiled.getCount() > before

@@ -1,5 +1,7 @@
 """Keeping secrets out of logs, status traces, errors and run history.
 
+This module imports nothing of lakeconnect: config definitions (`configdef`) build on it.
+
 Every secret a run knows — PASSWORD-typed values and values that came from a config provider — is
 registered with the scrubber, which replaces it with `[hidden]` in any text that leaves the process.
 """
@@ -9,9 +11,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-from ingest.config.configdef import HIDDEN, Config, Password, is_secret_key, url_passwords
+HIDDEN = "[hidden]"  # what a secret reads as wherever it is shown
 
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None  # every secret, longest first: one pass over a text scrubs it
@@ -25,20 +27,6 @@ def register(values: Iterable[str | None]) -> None:
         with _lock:
             _secrets.update(new)
             _pattern = None
-
-
-def register_config(resolved: Config, raw: Mapping[str, str]) -> None:
-    """Secrets of a validated connector config: PASSWORD keys, secret-looking keys, resolved references."""
-    found = []
-    for key, value in resolved.originals.items():
-        plain = value.value if isinstance(value, Password) else value
-        if not isinstance(plain, str):
-            continue
-        if is_secret_key(key, resolved.definition) or raw.get(key) != plain:
-            found.append(plain)
-        else:
-            found.extend(url_passwords(plain))
-    register(found)
 
 
 def scrub(text: str | None, keep: Iterable[str] = ()) -> str | None:
