@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from connectors.jdbc.dialects import DIALECTS
 from connectors.jdbc.schemas import NUMERIC_MAPPINGS
-from ingest.config.configdef import ConfigDef, Importance, NonEmptyString, Range, Type, ValidString
+from ingest.config.configdef import ConfigDef, Importance, NonEmptyString, Password, Range, Type, ValidString
+from ingest.config.settings import Settings, setting
 from ingest.errors import Problem
 
 CONNECTION_URL = "connection.url"
@@ -161,6 +163,43 @@ def jdbc_source_config_def() -> ConfigDef:
                     "each key gone gives a delete record (the key fields and __deleted=true) and a tombstone. "
                     "Every record of such a table is then keyed by its primary key.", group="Beyond Confluent")
     )
+
+
+def _text(value: str | None) -> str:
+    return (value or "").strip()
+
+
+@dataclass(frozen=True)
+class JdbcSourceSettings(Settings):
+    """The keys the connector and its tasks read, typed (the table lists and numeric mapping: see below)."""
+
+    url: str = setting(CONNECTION_URL, shown=False)  # may hold ?password=
+    user: str | None = setting(CONNECTION_USER)
+    password: Password | None = setting(CONNECTION_PASSWORD)
+    attempts: int = setting(CONNECTION_ATTEMPTS)
+    backoff_ms: int = setting(CONNECTION_BACKOFF_MS)
+    dialect_name: str | None = setting(DIALECT_NAME)
+    catalog_pattern: str | None = setting(CATALOG_PATTERN)
+    schema_pattern: str | None = setting(SCHEMA_PATTERN)
+    table_types: tuple[str, ...] = setting(TABLE_TYPES, tuple)
+    mode: str = setting(MODE)
+    quote_mode: str = setting(QUOTE_SQL_IDENTIFIERS, str.upper)
+    query: str = setting(QUERY, _text)
+    query_suffix: str = setting(QUERY_SUFFIX, _text)
+    incrementing_column: str | None = setting(INCREMENTING_COLUMN)
+    timestamp_columns: tuple[str, ...] = setting(TIMESTAMP_COLUMNS, tuple)
+    validate_non_null: bool = setting(VALIDATE_NON_NULL)
+    timestamp_delay_ms: int = setting(TIMESTAMP_DELAY_MS)
+    timestamp_initial: int | None = setting(TIMESTAMP_INITIAL)
+    poll_interval_ms: int = setting(POLL_INTERVAL_MS)
+    topic_prefix: str = setting(TOPIC_PREFIX)
+    db_timezone: str | None = setting(DB_TIMEZONE)
+    late_rows_window_ms: int = setting(LATE_ROWS_WINDOW_MS)
+    detect_deletes: bool = setting(DETECT_DELETES, bool)
+
+    @property
+    def plain_password(self) -> str | None:
+        return self.password.value if isinstance(self.password, Password) else self.password
 
 
 def numeric_mapping(config) -> str:

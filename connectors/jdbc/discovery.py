@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -18,18 +19,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from connectors.jdbc.dialects import MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, qualified, redact
-from ingest.errors import ConfigError, Problem, RetriableError
+from connectors.jdbc.dialects import Dialect, JdbcUrl, qualified, redact
+from ingest.errors import ConfigError, LakeConnectError, Problem, RetriableError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
-
-_SYSTEM_SCHEMAS = {
-    POSTGRES.name: {"pg_catalog", "information_schema", "pg_toast"},
-    MYSQL.name: {"information_schema", "mysql", "performance_schema", "sys"},
-}
 
 
 @dataclass(frozen=True, order=True)
@@ -70,7 +66,7 @@ def connect(url: JdbcUrl, user: str | None, password: str | None, attempts: int 
     that database and login (see `_POOLS`), or a new one. Give it back with `release`."""
     import sqlalchemy as sa
 
-    if url.dialect is SQLITE:
+    if url.dialect.local_file:
         import os
 
         if not os.path.exists(url.database or ""):
@@ -154,13 +150,13 @@ def find_tables(engine: Engine, dialect: Dialect, *, catalog_pattern: str | None
     types = {t.upper() for t in table_types}
     found: list[TableId] = []
     for catalog, schema in _namespaces(engine, inspector, dialect, catalog_pattern, schema_pattern):
-        owner = catalog if dialect is MYSQL else schema
+        owner = dialect.owner(catalog, schema)
         names = []
         if "TABLE" in types:
             names += inspector.get_table_names(schema=owner)
         if "VIEW" in types:
             names += inspector.get_view_names(schema=owner)
-        found += [TableId(catalog, schema, n) for n in names if not (dialect is SQLITE and n.startswith("sqlite_"))]
+        found += [TableId(catalog, schema, n) for n in names if dialect.lists_table(n)]
     found = sorted(set(found))
     if include:
         found = [t for t in found if _listed(t, include)]
@@ -171,9 +167,9 @@ def find_tables(engine: Engine, dialect: Dialect, *, catalog_pattern: str | None
 
 def _namespaces(engine, inspector, dialect: Dialect, catalog_pattern: str | None,
                 schema_pattern: str | None) -> list[tuple[str | None, str | None]]:
-    if dialect is SQLITE:
+    if dialect.namespace is None:
         return [(None, None)]
-    if dialect is MYSQL:
+    if dialect.namespace == "catalog":
         if catalog_pattern:
             names = [s for s in inspector.get_schema_names() if _like(s, catalog_pattern)]
         else:
@@ -184,9 +180,9 @@ def _namespaces(engine, inspector, dialect: Dialect, catalog_pattern: str | None
                                                              "(jdbc:mysql://host:port/<database>) or set "
                                                              "catalog.pattern")])
             names = [current]
-        return [(n, None) for n in names if n not in _SYSTEM_SCHEMAS[MYSQL.name] or catalog_pattern]
+        return [(n, None) for n in names if n not in dialect.system_schemas or catalog_pattern]
     schemas = [s for s in inspector.get_schema_names()
-               if (_like(s, schema_pattern) if schema_pattern else s not in _SYSTEM_SCHEMAS[POSTGRES.name])]
+               if (_like(s, schema_pattern) if schema_pattern else s not in dialect.system_schemas)]
     return [(None, s) for s in schemas]
 
 
@@ -217,3 +213,15 @@ def group_tables(tables: list[Any], max_tasks: int) -> list[list[Any]]:
         out.append(tables[start:start + size])
         start += size
     return out
+
+
+TASK_TABLES = "tables"
+"""The task config key holding a task's tables (JSON list of [catalog, schema, name])."""
+
+
+def task_tables(config) -> list[TableId]:
+    raw = config.originals.get(TASK_TABLES, "[]")
+    try:
+        return [TableId.from_json(t) for t in json.loads(raw)]
+    except (ValueError, TypeError, IndexError) as e:
+        raise LakeConnectError(f"task config '{TASK_TABLES}' is not a JSON list of tables: {e}") from None

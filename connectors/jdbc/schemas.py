@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from connectors.jdbc.dialects import MYSQL, POSTGRES, SQLITE, Dialect
+from connectors.jdbc.dialects import Dialect
 from ingest.records.schema import ConnectSchema, Field, _primitive, date, decimal, struct, time, timestamp
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def describe_columns(dialect: Dialect, columns: list[dict]) -> list[Column]:
 def column_name(dialect: Dialect, reflected: str) -> str:
     """A column name as the database holds it. SQLAlchemy's MySQL dialect reads names out of SHOW CREATE
     TABLE and leaves a backtick in a name doubled; information_schema (and the driver) have it once."""
-    return reflected.replace("``", "`") if dialect is MYSQL else reflected
+    return dialect.column_name(reflected)
 
 
 def _describe(dialect: Dialect, c: dict) -> Column:
@@ -149,40 +149,9 @@ def _describe(dialect: Dialect, c: dict) -> Column:
         args.update(kw)
         return Column(**args)
 
-    if dialect is MYSQL:
-        display = getattr(type_, "display_width", None)
-        if name == "BIT" and (getattr(type_, "length", None) or 1) == 1:
-            return col("BIT")
-        if name == "BIT":
-            return col("BINARY")
-        if name == "TINYINT" and display == 1:
-            return col("BIT")
-        if name in ("TINYINT", "SMALLINT", "BIGINT"):
-            return col(name)
-        if name in ("INTEGER", "MEDIUMINT", "INT"):
-            return col("INTEGER")
-        if name == "FLOAT":
-            return col("REAL")
-        if name in ("DOUBLE", "REAL"):
-            return col("DOUBLE")
-        if name in ("DECIMAL", "NUMERIC"):
-            return col("DECIMAL")
-        if name in ("DATETIME", "TIMESTAMP"):
-            return col("TIMESTAMP", nullable=True)  # Connector/J reports both nullable
-        if name == "YEAR":
-            return col("DATE")
-    if dialect is POSTGRES:
-        if name in ("NUMERIC", "DECIMAL"):
-            return col("NUMERIC")
-        if name in ("REAL",):
-            return col("REAL")
-        if name in ("DOUBLE_PRECISION", "FLOAT", "DOUBLE"):
-            return col("DOUBLE")
-        if name in ("UUID", "JSON", "JSONB", "INET", "CIDR", "ENUM", "CITEXT"):
-            return col("CHAR")
-    if dialect is SQLITE and c.get("primary_key") and text.upper() == "INTEGER":
-        # INTEGER PRIMARY KEY is the rowid: never null, assigned by SQLite when not given.
-        return col("INTEGER", nullable=False, autoincrement=True)
+    own = dialect.own_jdbc_type(name, type_, c, text)
+    if own is not None:
+        return col(own[0], **own[1])
     if isinstance(type_, sa.Boolean):
         return col("BIT")
     if isinstance(type_, sa.Float):  # not a Numeric in SQLAlchemy 2

@@ -31,13 +31,11 @@ from pyspark.sql.window import Window
 from connectors.jdbc import config as C
 from connectors.jdbc import state as S
 from connectors.jdbc.state import TableState
-from connectors.jdbc.dialects import (MYSQL, POSTGRES, SQLITE, Dialect, JdbcUrl, parse_jdbc_url, quote_identifier,
-                                     redact)
-from connectors.jdbc.discovery import TableId, connect, release
+from connectors.jdbc.dialects import Dialect, JdbcUrl, parse_jdbc_url, quote_identifier, redact
+from connectors.jdbc.discovery import TableId, connect, release, task_tables
 from connectors.jdbc.errors import transient_sql_error
 from connectors.jdbc.schemas import Column as DbColumn
 from connectors.jdbc.schemas import column_name, describe_columns, value_schema
-from connectors.jdbc.source import task_tables
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import ConfigError, FatalError, Problem, RetriableError
 from ingest.jvm import batch_constant
@@ -58,10 +56,8 @@ KEYS_SNAPSHOT = "lakeconnect.keys.snapshot"
 DELETE_SEQ_BASE = 1 << 62
 """Delete records and tombstones follow a batch's rows: their `seq` starts here."""
 DELETED = "__deleted"
-FETCH_SIZE = 10_000
 MIN_SPLIT_SPAN = 20_000
 """A batch whose key range is narrower than this is read in one query: ranges would cost more than they save."""
-_SQLITE_TS = "strftime('%Y-%m-%d %H:%M:%f', {})"
 _VALUES = SessionCache()  # a table's record value expression, per (schema, column types, db.timezone)
 _HEADERS_TYPE = T.ArrayType(T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.StringType())]))
 
@@ -98,23 +94,24 @@ class TableInfo:
 class JdbcSourceTask(SourceTask):
     def __init__(self, config, context):
         super().__init__(config, context)
-        self.url: JdbcUrl = parse_jdbc_url(config[C.CONNECTION_URL])
+        self.settings = settings = C.JdbcSourceSettings.from_config(config)
+        self.url: JdbcUrl = parse_jdbc_url(settings.url)
         self.dialect: Dialect = self.url.dialect
-        self.mode: str = config[C.MODE]
-        self.quote_mode: str = config[C.QUOTE_SQL_IDENTIFIERS].upper()
+        self.mode: str = settings.mode
+        self.quote_mode: str = settings.quote_mode
         self.tables = task_tables(config)
-        self.query: str = (config[C.QUERY] or "").strip()
+        self.query: str = settings.query
         self.units: list[TableId | None] = [None] if self.query else list(self.tables)
         """What each batch reads: the task's tables, or the query (None)."""
-        self.late_ms: int = config[C.LATE_ROWS_WINDOW_MS] if self.mode in (
+        self.late_ms: int = settings.late_rows_window_ms if self.mode in (
             C.MODE_TIMESTAMP, C.MODE_TIMESTAMP_INCREMENTING) else 0
-        self.detect_deletes: bool = bool(config[C.DETECT_DELETES]) and not self.query
+        self.detect_deletes: bool = settings.detect_deletes and not self.query
         self._engine = None
         self._infos: dict[TableId, TableInfo] = {}
         try:
-            self.zone = ZoneInfo(config[C.DB_TIMEZONE] or "UTC")
+            self.zone = ZoneInfo(settings.db_timezone or "UTC")
         except (ZoneInfoNotFoundError, ValueError):
-            raise ConfigError([Problem(C.DB_TIMEZONE, f"unknown time zone '{config[C.DB_TIMEZONE]}'; use an IANA "
+            raise ConfigError([Problem(C.DB_TIMEZONE, f"unknown time zone '{settings.db_timezone}'; use an IANA "
                                                       "name such as UTC or Europe/Paris")]) from None
 
     # --- connections ----------------------------------------------------------------------------------
@@ -122,9 +119,8 @@ class JdbcSourceTask(SourceTask):
     @property
     def engine(self):
         if self._engine is None:
-            self._engine = connect(self.url, self.config[C.CONNECTION_USER],
-                                   self.config.secret(C.CONNECTION_PASSWORD), self.config[C.CONNECTION_ATTEMPTS],
-                                   self.config[C.CONNECTION_BACKOFF_MS])
+            s = self.settings
+            self._engine = connect(self.url, s.user, s.plain_password, s.attempts, s.backoff_ms)
         return self._engine
 
     def explain(self, error: Exception, plan: SourcePlan) -> Exception | None:
@@ -133,7 +129,7 @@ class JdbcSourceTask(SourceTask):
         if not any(marker in str(error) for marker in _DRIVER_ERRORS):
             return None
         read = ", ".join(sorted({str(r.partition.get("table") or "the query") for r in plan.ranges})) or "the batch"
-        where = f"reading {read} from {redact(self.config[C.CONNECTION_URL])}"
+        where = f"reading {read} from {redact(self.settings.url)}"
         if transient_sql_error(str(error)):
             return RetriableError(f"{where} failed: {_driver_message(error)}. The connection was lost or the "
                                   "database asked to try again; nothing of this batch was committed, and the run may "
@@ -159,7 +155,7 @@ class JdbcSourceTask(SourceTask):
         if table not in self._infos:
             import sqlalchemy as sa
 
-            owner = table.catalog if self.dialect is MYSQL else table.schema
+            owner = self.dialect.owner(table.catalog, table.schema)
             inspector = sa.inspect(self.engine)
             try:
                 raw = inspector.get_columns(table.name, schema=owner)
@@ -168,7 +164,7 @@ class JdbcSourceTask(SourceTask):
                                                               "check the include list")]) from None
             columns = describe_columns(self.dialect, raw)
             incrementing = self._incrementing_column(table, columns)
-            timestamps = list(self.config[C.TIMESTAMP_COLUMNS]) if self.mode in (
+            timestamps = list(self.settings.timestamp_columns) if self.mode in (
                 C.MODE_TIMESTAMP, C.MODE_TIMESTAMP_INCREMENTING) else []
             by_name = {c.name: c for c in columns}
             for name in timestamps:
@@ -176,19 +172,19 @@ class JdbcSourceTask(SourceTask):
                     raise ConfigError([Problem(C.TIMESTAMP_COLUMNS, f"column '{name}' is not in table "
                                                                     f"{table.unquoted()} (columns: "
                                                                     f"{', '.join(by_name)})")])
-            if self.config[C.VALIDATE_NON_NULL]:
+            if self.settings.validate_non_null:
                 for name, key in [(incrementing, C.INCREMENTING_COLUMN)] + [(t, C.TIMESTAMP_COLUMNS) for t in timestamps]:
-                    if name and by_name[name].nullable and not (name in timestamps and self.dialect is MYSQL):
+                    if name and by_name[name].nullable and not (name in timestamps and self.dialect.nullable_timestamps):
                         raise ConfigError([Problem(key, f"cannot make incremental queries using column '{name}' "
                                                         f"of {table.unquoted()}: it is nullable; make it NOT "
                                                         f"NULL or set {C.VALIDATE_NON_NULL}=false")])
             required = frozenset([incrementing] if incrementing else []) | frozenset(timestamps)
             schema, kept = value_schema(table.name, columns, _numeric_mapping(self.config), required)
             text = tuple((c.name, "STRING") for c in kept
-                         if self.dialect is SQLITE and c.jdbc_type in ("DATE", "TIME", "TIMESTAMP"))
+                         if self.dialect.temporal_as_text and c.jdbc_type in ("DATE", "TIME", "TIMESTAMP"))
             key = self._primary_key(inspector, table, owner, kept, incrementing)
-            epoch = tuple((c.name, _EPOCH_KINDS[_base_type(c)]) for c in kept
-                          if self.dialect is MYSQL and _base_type(c) in _EPOCH_KINDS)
+            epoch = tuple((c.name, self.dialect.epoch_kinds[_base_type(c)]) for c in kept
+                          if _base_type(c) in self.dialect.epoch_kinds)
             self._infos[table] = TableInfo(table, kept, schema, incrementing, timestamps,
                                            table.sql(self.dialect, self.quote_mode),
                                            ", ".join(self._selected(c.name, dict(epoch).get(c.name)) for c in kept),
@@ -225,7 +221,7 @@ class JdbcSourceTask(SourceTask):
     def _incrementing_column(self, table: TableId, columns: list[DbColumn]) -> str | None:
         if self.mode not in (C.MODE_INCREMENTING, C.MODE_TIMESTAMP_INCREMENTING):
             return None
-        name = self.config[C.INCREMENTING_COLUMN]
+        name = self.settings.incrementing_column
         by_name = {c.name: c for c in columns}
         if name:
             if name not in by_name:
@@ -257,7 +253,7 @@ class JdbcSourceTask(SourceTask):
         names = [f.name for f in probe.schema.fields]
         temporal = {f.name: f.dataType for f in probe.schema.fields if isinstance(f.dataType, (T.DateType, T.TimestampType))}
         text: tuple[tuple[str, str], ...] = ()
-        if self.dialect is SQLITE:
+        if self.dialect.temporal_as_text:
             text = tuple((f.name, "STRING") for f in probe.schema.fields
                          if isinstance(f.dataType, (T.DateType, T.TimestampType)))
             text += self._sqlite_value_types(source, [f.name for f in probe.schema.fields
@@ -266,11 +262,11 @@ class JdbcSourceTask(SourceTask):
                 probe = self._spark_read(f"SELECT * FROM {source} WHERE 1 = 0", text)
         incrementing = None
         if self.mode in (C.MODE_INCREMENTING, C.MODE_TIMESTAMP_INCREMENTING):
-            incrementing = self.config[C.INCREMENTING_COLUMN]
+            incrementing = self.settings.incrementing_column
             if not incrementing:
                 raise ConfigError([Problem(C.INCREMENTING_COLUMN, "is required with a query: name the query's "
                                                                   "incrementing column")])
-        timestamps = list(self.config[C.TIMESTAMP_COLUMNS]) if self.mode in (
+        timestamps = list(self.settings.timestamp_columns) if self.mode in (
             C.MODE_TIMESTAMP, C.MODE_TIMESTAMP_INCREMENTING) else []
         for name, key in [(incrementing, C.INCREMENTING_COLUMN)] + [(t, C.TIMESTAMP_COLUMNS) for t in timestamps]:
             if name and name not in names:
@@ -306,7 +302,7 @@ class JdbcSourceTask(SourceTask):
         return {"protocol": "1", "table": table.unquoted()}
 
     def topic(self, table: TableId | None) -> str:
-        return self.config[C.TOPIC_PREFIX] + (table.name if table is not None else "")
+        return self.settings.topic_prefix + (table.name if table is not None else "")
 
     # --- plan -----------------------------------------------------------------------------------------
 
@@ -329,7 +325,7 @@ class JdbcSourceTask(SourceTask):
         info = self.info(table)
         if self.mode == C.MODE_BULK:
             last = (offset or {}).get(BULK_POLLED)
-            if last is not None and now_ms - int(last) < self.config[C.POLL_INTERVAL_MS]:
+            if last is not None and now_ms - int(last) < self.settings.poll_interval_ms:
                 return None
             return {BULK_POLLED: now_ms}
         import sqlalchemy as sa
@@ -342,7 +338,7 @@ class JdbcSourceTask(SourceTask):
                 top = conn.execute(sa.text(sql), params).scalar()
             return None if top is None else {INCREMENTING: int(top)}
         ts = self._ts_expr(info)
-        bound = self._db_now(now_ms) - dt.timedelta(milliseconds=self.config[C.TIMESTAMP_DELAY_MS])
+        bound = self._db_now(now_ms) - dt.timedelta(milliseconds=self.settings.timestamp_delay_ms)
         conds = [f"{ts} < {self.p('bound')}"] + ([where] if where else [])
         order = f"{ts} DESC" + (f", {self.q(info.incrementing)} DESC" if info.incrementing else "")
         cols = f"{ts}" + (f", {self.q(info.incrementing)}" if info.incrementing else "")
@@ -375,11 +371,11 @@ class JdbcSourceTask(SourceTask):
     def _ts_expr(self, info: TableInfo) -> str:
         names = [self.q(n) for n in info.timestamps]
         expr = names[0] if len(names) == 1 else f"COALESCE({', '.join(names)})"
-        return _SQLITE_TS.format(expr) if self.dialect is SQLITE else expr
+        return self.dialect.compared_timestamp(expr)
 
     def p(self, name: str) -> str:
         """A bound timestamp parameter (SQLite compares timestamps as text: both sides normalised)."""
-        return _SQLITE_TS.format(":" + name) if self.dialect is SQLITE else ":" + name
+        return self.dialect.compared_timestamp(":" + name)
 
     def naive(self, value: dt.datetime) -> dt.datetime:
         """An instant as the database's DATETIME holds it: wall time in `db.timezone`, no zone."""
@@ -395,7 +391,7 @@ class JdbcSourceTask(SourceTask):
         return parsed.astimezone(dt.timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=self.zone)
 
     def _initial_ts(self) -> dt.datetime | None:
-        initial = self.config[C.TIMESTAMP_INITIAL]
+        initial = self.settings.timestamp_initial
         if initial is None:
             return None
         if initial == C.TIMESTAMP_INITIAL_CURRENT:
@@ -406,10 +402,8 @@ class JdbcSourceTask(SourceTask):
         """Now, in UTC (the database's clock where it has one, as Confluent asks the database)."""
         import sqlalchemy as sa
 
-        sql = {MYSQL: "SELECT UTC_TIMESTAMP(6)", POSTGRES: "SELECT (now() AT TIME ZONE 'UTC')",
-               SQLITE: "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"}[self.dialect]
         with self.engine.connect() as conn:
-            value = conn.execute(sa.text(sql)).scalar()
+            value = conn.execute(sa.text(self.dialect.utc_now_sql)).scalar()
         return _parse_ts(value)  # asked in UTC
 
     # --- read -----------------------------------------------------------------------------------------
@@ -460,7 +454,7 @@ class JdbcSourceTask(SourceTask):
         sql = f"SELECT {info.select} FROM {info.source}"
         if conds:
             sql += " WHERE " + " AND ".join(conds)
-        suffix = (self.config[C.QUERY_SUFFIX] or "").strip()
+        suffix = self.settings.query_suffix
         if suffix:
             sql += " " + suffix
         sql = _inline(sql, params, self.dialect)
@@ -539,7 +533,7 @@ class JdbcSourceTask(SourceTask):
         fields = [info.schema.field(k) for k in info.key]
         schema = struct(None, *[(f.name, f.schema) for f in fields])
         return schema, F.struct(*[_as_connect(F.col(self.q_spark(f.name)), df.schema[f.name].dataType, f.schema,
-                                              self.config[C.DB_TIMEZONE]).alias(f.name) for f in fields])
+                                              self.settings.db_timezone).alias(f.name) for f in fields])
 
     def _split(self, info: TableInfo, rng: PlannedRange) -> list[str] | None:
         """WHERE conditions that read a batch in parallel ranges of its integer key across Spark's
@@ -612,17 +606,15 @@ class JdbcSourceTask(SourceTask):
         """`sql` read by Spark: in one query, or one per WHERE condition of `ranges` (a Spark partition each,
         in their order)."""
         spark = self.context.spark
-        user, password = self.url.credentials(self.config[C.CONNECTION_USER], self.config.secret(C.CONNECTION_PASSWORD))
+        user, password = self.url.credentials(self.settings.user, self.settings.plain_password)
         reader = spark.read.format("jdbc").option("url", self.url.spark_url()).option("driver", self.dialect.spark_driver)
         reader = reader.option("query", sql) if ranges is None else reader.option("dbtable", f"({sql}) lc_read")
         if user:
             reader = reader.option("user", user)
         if password:
             reader = reader.option("password", password)
-        if self.dialect is MYSQL:
-            reader = reader.option("sessionInitStatement", "SET time_zone = '+00:00'")
-        if self.dialect is not SQLITE:  # stream rows: the drivers otherwise hold a whole result in memory
-            reader = reader.option("fetchsize", str(FETCH_SIZE))
+        for option, value in self.dialect.reader_options().items():
+            reader = reader.option(option, value)
         if custom:
             reader = reader.option("customSchema", ", ".join(f"{self.q_spark(c)} {t}" for c, t in custom))
         if ranges is not None:  # the options so far become the connection's properties, as Spark merges them
@@ -631,7 +623,7 @@ class JdbcSourceTask(SourceTask):
 
     def _records(self, info: TableInfo, df: DataFrame, timestamp_ms: int) -> RecordBatch:
         types = df.schema
-        timezone = self.config[C.DB_TIMEZONE]
+        timezone = self.settings.db_timezone
         # The value's expression depends on these only: a connector's next batch of the table reuses it.
         key = ("jdbc-value", info.schema.to_json_text(),
                tuple(types[f.name].dataType.json() for f in info.schema.fields), timezone)
@@ -649,7 +641,7 @@ class JdbcSourceTask(SourceTask):
         seq = F.monotonically_increasing_id()
         if _seq_column(self.mode, info) is not None:
             key_col = F.col(self.q_spark(_seq_column(self.mode, info)))
-            ordered = df if self.dialect in (MYSQL, SQLITE) else df.sortWithinPartitions(key_col)
+            ordered = df if self.dialect.ordered_reads else df.sortWithinPartitions(key_col)
             seq = key_col.cast("long")
         elif order:
             parts = max(self.context.spark.sparkContext.defaultParallelism, 1)
@@ -684,7 +676,6 @@ def _seq_column(mode: str, info: TableInfo) -> str | None:
     return _single_int_key(info) if mode == C.MODE_BULK else None
 
 
-_EPOCH_KINDS = {"DATE": "date", "DATETIME": "timestamp", "TIMESTAMP": "timestamp"}
 
 
 def _base_type(column: DbColumn) -> str:
@@ -767,12 +758,7 @@ def _inline(sql: str, params: Mapping[str, Any], dialect: Dialect) -> str:
             raise TypeError(f"refusing to inline {type(value).__name__} into SQL")
         if isinstance(value, int):
             return str(int(value))
-        text = value.strftime("%Y-%m-%d %H:%M:%S.%f")
-        if dialect is POSTGRES:
-            return f"TIMESTAMP '{text}'"
-        if dialect is SQLITE:
-            return f"'{text[:-3]}'"  # SQLite compares text: 'YYYY-MM-DD HH:MM:SS.SSS'
-        return f"TIMESTAMP'{text}'"
+        return dialect.timestamp_literal(value.strftime("%Y-%m-%d %H:%M:%S.%f"))
 
     out = sql
     for name in sorted(params, key=len, reverse=True):

@@ -7,7 +7,8 @@ import sqlite3
 
 import pytest
 
-from connectors.jdbc.source import JdbcSourceConnector, task_tables
+from connectors.jdbc.discovery import task_tables
+from connectors.jdbc.source import JdbcSourceConnector
 from ingest.config.configdef import Config
 from ingest.errors import ConfigError
 

@@ -55,3 +55,15 @@ def test_identifiers_are_always_quoted_so_names_cannot_carry_sql():
     assert quote_identifier("books", MYSQL, "NEVER") == "books"
     with pytest.raises(ConfigError, match="quote.sql.identifiers"):
         quote_identifier(evil, MYSQL, "NEVER")
+
+
+def test_only_the_dialects_know_which_database_they_are():
+    """What differs between databases is asked of the dialect (its attributes and methods): no module of the
+    connector but dialects.py names a database's dialect, so no branch on which database it is."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "connectors" / "jdbc"
+    named = {p.name: sorted(set(re.findall(r"\b(?:MYSQL|POSTGRES|SQLITE)\b", p.read_text(encoding="utf-8"))))
+             for p in sorted(package.glob("*.py")) if p.name != "dialects.py"}
+    assert not {f: n for f, n in named.items() if n}, named
