@@ -11,6 +11,9 @@ Two traps of python-mysql-replication 1.0 (DESIGN §5) are avoided here: a start
 never sets `is_mariadb` (which makes the library ignore both), and a start by GTID on MariaDB sends a
 COM_BINLOG_DUMP of the right length (the library's declares one byte too few; on a large binlog the
 server drops the connection and the library re-reads from the same GTID forever).
+
+A snapshot's consistent read is snapshot_source.py's data source; what is read from the server's catalog
+(table structures, the columns' fingerprint, a snapshot's statements) is catalog.py.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from connectors.mysql import gtid, tls
-from connectors.mysql.types import Column
+from connectors.mysql import ddl, gtid, rowcodec, tls
+from connectors.mysql.config import TableFilter
+from connectors.mysql.types import Column, from_table_map
 
 FORMAT = "lakeconnect_mysql_binlog"
 SECRET_OPTION = "connection.secret.options"
@@ -104,8 +108,6 @@ class BinlogReader(DataSourceReader):
         self.connection = json.loads(options[SECRET_OPTION])
         self.server_id = int(options["server_id"])
         self.segments = [Segment(*s) for s in json.loads(options["segments"])]
-        from connectors.mysql.config import TableFilter
-
         self.tables = TableFilter.from_json(json.loads(options["tables"]))
         self.chunk = int(options.get("chunk", "2048"))
         self.with_query = options.get("query", "false") == "true"
@@ -130,8 +132,9 @@ class BinlogReader(DataSourceReader):
         records: list[tuple] = []
         which = self.models["of"].get(str(segment.index))
         model = self.models["models"][which] if which is not None else None
-        for record in decode(self.connection, self.server_id + 1 + segment.index % MAX_SEGMENT_IDS, segment, self.tables,
-                             self.with_query, model, self.transactions, self.on_failure, self.unreadable):
+        for record in decode(self.connection, self.server_id + 1 + segment.index % MAX_SEGMENT_IDS, segment,
+                             self.tables, self.with_query, model, self.transactions, self.on_failure,
+                             self.unreadable):
             records.append(record)
             if len(records) >= self.chunk:
                 yield batch(records)
@@ -177,9 +180,6 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
         MariadbAnnotateRowsEvent, MariadbGtidEvent, QueryEvent, RotateEvent, RowsQueryLogEvent, XidEvent,
     )
     from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
-
-    from connectors.mysql import ddl
-    from connectors.mysql.rowcodec import compile_row, decode_rows, row_format
 
     # The library warns on every connection to a server whose binlog_row_metadata is not FULL: the schema
     # history gives the columns then, and the warning would repeat in every executor's log for nothing.
@@ -274,9 +274,10 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
                     n += 1
                     continue
                 columns = [Column.from_json(c) for c in found["columns"]]
-                form = row_format(event.columns, lid)
+                # rowcodec's functions are looked up at each use (tests wrap them to see which are taken)
+                form = rowcodec.row_format(event.columns, lid)
                 if form not in decoders:
-                    decoders[form] = compile_row(event.columns, columns)
+                    decoders[form] = rowcodec.compile_row(event.columns, columns)
                 layouts[event.table_id] = (lid, columns, decoders[form])
                 if lid not in seen:
                     seen.add(lid)
@@ -292,7 +293,7 @@ def decode(connection: Mapping[str, Any], server_id: int, segment: Segment, tabl
             try:  # a row event's rows are deserialized here, all of them before the first is yielded
                 if broken == f"{event.schema}.{event.table}":
                     raise ValueError("cannot deserialize the row event (fault injection)")
-                images = decode_rows(event, fast, op == "u") if fast is not None else None
+                images = rowcodec.decode_rows(event, fast, op == "u") if fast is not None else None
                 rows = event.rows if images is None else None
             except Exception as e:  # noqa: BLE001 (Debezium's event.processing.failure.handling.mode)
                 if on_failure == "fail":
@@ -358,8 +359,6 @@ DDL = re.compile(r"(?is)^\s*(/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME)\s")
 def advance(schema, text: str, db: str, where: str, unreadable: dict) -> None:
     """The model after one statement; a table the statement changes in a way the model cannot read is
     dropped from it and its reason kept in `unreadable` (its rows then need the binlog's own names)."""
-    from connectors.mysql import ddl
-
     try:
         for key in schema.apply(text, db or None):
             unreadable.pop(key, None)
@@ -377,8 +376,6 @@ def columns_of(event, schema, unreadable: Mapping) -> dict:
     binlog may not carry. Where the table map has FULL metadata, its columns win (taking from the model
     what only a catalog knows: defaults, BINARY lengths, POINT, FLOAT(M,D), character lengths) and a
     disagreement is noted ("note") for the driver's log."""
-    from connectors.mysql.types import from_table_map
-
     key = (event.schema, event.table)
     entry = schema.tables.get(key) if schema is not None else None
     full = bool(event.optional_metadata.column_name_list)
@@ -516,6 +513,14 @@ def binlog_status(cur) -> tuple[Position, str | None]:
     return Position(str(row[0]), int(row[1])), gtids or None
 
 
+def binlog_status_statement(version: str) -> str:
+    """The statement giving the binlog's end: MySQL 8.4 renamed SHOW MASTER STATUS (MariaDB keeps it)."""
+    if "mariadb" in version.lower():
+        return "SHOW MASTER STATUS"
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return "SHOW BINARY LOG STATUS" if found and (int(found[1]), int(found[2])) >= (8, 4) else "SHOW MASTER STATUS"
+
+
 def binary_logs(cur) -> list[tuple[str, int]]:
     cur.execute("SHOW BINARY LOGS")
     return [(str(r[0]), int(r[1])) for r in cur.fetchall()]
@@ -648,238 +653,5 @@ def missing_grants(cur) -> list[str]:
     return [g for g in REQUIRED_GRANTS if not (aliases.get(g, {g}) & have) and not (g == "SELECT" and any_select)]
 
 
-# --- a consistent snapshot, read on an executor ---------------------------------------------------------
-
-SNAPSHOT_FORMAT = "lakeconnect_mysql_snapshot"
-SNAPSHOT_ROWS = "t int, seq long, after string"
-POSITION_ROW = -1
-"""Row t = -1: a JSON list [file, position, GTID set or null, the columns' fingerprint, the locks taken]."""
-ERROR_ROW = -2
-DDL_ROW = -3
-"""A schema change statement of the snapshot (include.schema.changes): [db, table, statement, tableChanges]."""
-"""Row t = -2 (then nothing more): a JSON list [the error, "true" when running again may succeed]."""
-
-STATUS = "status"
-"""The lock-free way: MariaDB's binlog_snapshot_file/position of the consistent-snapshot transaction."""
-LOCKINGS = ("minimal", "extended", "none")
-
-FINGERPRINT_SQL = ("SELECT TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, "
-                   "COLUMN_KEY, CHARACTER_SET_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS WHERE ")
-
-
-def fingerprint(cur, tables: list[tuple[str, str]]) -> str:
-    """A digest of the columns of `tables` as the catalog has them now: equal digests, same columns."""
-    digest = hashlib.sha256()
-    if tables:
-        cur.execute(FINGERPRINT_SQL + " OR ".join(["(TABLE_SCHEMA=%s AND TABLE_NAME=%s)"] * len(tables))
-                    + " ORDER BY 1, 2, 3", [v for pair in tables for v in pair])
-        for row in cur.fetchall():
-            digest.update(json.dumps([None if v is None else str(v) for v in row]).encode())
-    return digest.hexdigest()
-
-
-def binlog_status_statement(version: str) -> str:
-    """The statement giving the binlog's end: MySQL 8.4 renamed SHOW MASTER STATUS (MariaDB keeps it)."""
-    if "mariadb" in version.lower():
-        return "SHOW MASTER STATUS"
-    found = re.match(r"(\d+)\.(\d+)", version)
-    return "SHOW BINARY LOG STATUS" if found and (int(found[1]), int(found[2])) >= (8, 4) else "SHOW MASTER STATUS"
-
-
-class SnapshotDataSource(DataSource):
-    """Every captured table's rows, read in ONE consistent-snapshot transaction, preceded by the binlog
-    position that transaction sees (the POSITION_ROW). Options: the connection (SECRET_OPTION), `queries`
-    (a JSON list: one SELECT per table giving one JSON_ARRAY column), `chunk`, `locking` (STATUS or one of
-    LOCKINGS: how the position is made to match the transaction), `tables` (JSON [[db, table]...]: the
-    captured tables, locked where the global lock is refused, and fingerprinted), `lock_timeout` (s).
-    One Spark task: a transaction is one connection. Rows stream (an unbuffered cursor)."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SNAPSHOT_FORMAT
-
-    def schema(self) -> str:
-        return SNAPSHOT_ROWS
-
-    def reader(self, schema) -> DataSourceReader:
-        return SnapshotReader(self.options)
-
-
-class SnapshotFailed(Exception):
-    def __init__(self, message: str, retriable: bool = False):
-        super().__init__(message)
-        self.retriable = retriable
-
-
-class SnapshotReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str]):
-        self.connection = json.loads(options[SECRET_OPTION])
-        self.queries = json.loads(options["queries"])
-        self.chunk = int(options.get("chunk", "10000"))
-        self.locking = options.get("locking", STATUS)
-        self.tables = [tuple(t) for t in json.loads(options.get("tables", "[]"))]
-        self.lock_timeout = int(options.get("lock_timeout", "10"))
-        # include.schema.changes: the databases whose tables' DDL the snapshot emits (None: none)
-        self.ddl_databases = json.loads(options["ddl_databases"]) if "ddl_databases" in options else None
-
-    def partitions(self) -> list[InputPartition]:
-        return [InputPartition(0)]
-
-    def read(self, partition) -> Iterator[Any]:
-        import pyarrow as pa
-        import pymysql
-        import pymysql.cursors
-
-        schema = pa.schema([("t", pa.int32()), ("seq", pa.int64()), ("after", pa.string())])
-        conn = pymysql.connect(**tls.pymysql_kwargs(self.connection), autocommit=True, charset="utf8mb4",
-                               cursorclass=pymysql.cursors.SSCursor)
-        try:
-            cur = conn.cursor()
-            try:
-                position, unlock_after_rows = self._begin(cur)
-            except SnapshotFailed as e:
-                yield pa.RecordBatch.from_pydict({"t": [ERROR_ROW], "seq": [0], "after": [json.dumps(
-                    [str(e), "true" if e.retriable else "false"])]}, schema=schema)
-                return
-            yield pa.RecordBatch.from_pydict({"t": [POSITION_ROW], "seq": [0], "after": [json.dumps(position)]},
-                                             schema=schema)
-            if self.ddl_databases is not None:
-                statements = [json.dumps(s) for s in snapshot_ddl(conn.cursor(pymysql.cursors.Cursor),
-                                                                  self.ddl_databases)]
-                yield pa.RecordBatch.from_pydict({"t": [DDL_ROW] * len(statements),
-                                                  "seq": list(range(len(statements))), "after": statements},
-                                                 schema=schema)
-            seq = 1
-            for t, sql in enumerate(self.queries):
-                cur.execute(sql)
-                while True:
-                    rows = cur.fetchmany(self.chunk)
-                    if not rows:
-                        break
-                    n = len(rows)
-                    yield pa.RecordBatch.from_pydict(
-                        {"t": [t] * n, "seq": list(range(seq, seq + n)), "after": [r[0] for r in rows]}, schema=schema)
-                    seq += n
-            if unlock_after_rows:
-                cur.execute("UNLOCK TABLES")
-            cur.execute("COMMIT")
-        finally:
-            conn.close()  # a task that fails or is killed drops the connection: the server releases its locks
-
-    def _begin(self, cur) -> tuple[list, bool]:
-        """Open the transaction and read its binlog position, as Debezium does on MySQL for each locking mode
-        (or MariaDB's lock-free way): [file, pos, gtids, fingerprint, locks], and whether the locks stay
-        until the rows are read."""
-        import time
-
-        import pymysql
-
-        if self.locking == STATUS:
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-            return [status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position"), None,
-                    fingerprint(cur, self.tables), "none (the transaction's binlog_snapshot_file)"], False
-        cur.execute("SELECT VERSION()")
-        status_sql = binlog_status_statement(str(cur.fetchone()[0]))
-        cur.execute(f"SET SESSION lock_wait_timeout={max(1, self.lock_timeout)}")
-        locks, global_lock, table_locks, refused = "none", False, False, None
-        started = time.monotonic()
-        if self.locking != "none":
-            try:
-                cur.execute("FLUSH TABLES WITH READ LOCK")
-                global_lock, locks = True, "global read lock"
-            except pymysql.MySQLError as e:  # RDS and Aurora refuse it; so does a lock wait that times out
-                refused = _error_text(e)
-        if self.locking != "none" and not global_lock:
-            if self.tables:
-                try:
-                    cur.execute("FLUSH TABLES " + ", ".join(f"{quote(d)}.{quote(t)}" for d, t in self.tables)
-                                + " WITH READ LOCK")
-                except pymysql.MySQLError as e:
-                    raise SnapshotFailed(
-                        f"snapshot.locking.mode={self.locking} could take neither the global read lock ({refused}) "
-                        f"nor read locks on the captured tables ({_error_text(e)}). Grant the connector's user "
-                        "RELOAD and LOCK TABLES (GRANT RELOAD, LOCK TABLES ON *.* TO ...), end what holds the "
-                        "locks (or raise snapshot.lock.timeout.ms), or set snapshot.locking.mode=none; nothing "
-                        "was emitted or committed", retriable=_is_lock_wait(e)) from None
-            table_locks = True
-            locks = f"read locks on {len(self.tables)} tables (global read lock refused: {refused})"
-        try:
-            if self.locking == "none":  # Debezium's order: the position, then the transaction (see README)
-                position = self._status(cur, status_sql)
-            if not table_locks:  # a transaction's start would release table locks; the locks keep it consistent
-                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            if self.locking != "none":
-                position = self._status(cur, status_sql)
-            position.append(fingerprint(cur, self.tables))
-        except pymysql.MySQLError as e:
-            raise SnapshotFailed(f"cannot read the binlog position with {status_sql}: {_error_text(e)}. The user "
-                                 "needs REPLICATION CLIENT (BINLOG MONITOR on MariaDB) and the binlog must be on; "
-                                 "nothing was emitted or committed") from None
-        unlock_after_rows = table_locks or (global_lock and self.locking == "extended")
-        if global_lock and not unlock_after_rows:
-            cur.execute("UNLOCK TABLES")  # minimal: writes wait only while the position and schemas are read
-            locks += f", held {int((time.monotonic() - started) * 1000)} ms"
-        else:
-            locks += ", held until the rows were read" if unlock_after_rows else ""
-        position.append(locks)
-        return position, unlock_after_rows
-
-    @staticmethod
-    def _status(cur, sql: str) -> list:
-        cur.execute(sql)
-        row = cur.fetchone()
-        if not row:
-            raise SnapshotFailed(f"{sql} returned nothing: binary logging is off; start the server with log_bin "
-                                 "(and binlog_format=ROW, binlog_row_image=FULL). Nothing was emitted or committed")
-        gtids = str(row[4]).replace("\n", "").strip() if len(row) > 4 and row[4] else None
-        return [str(row[0]), str(row[1]), gtids or None]
-
-
-def snapshot_ddl(cur, databases: list[str]) -> list[list[str | None]]:
-    """The schema change events Debezium's snapshot emits (2.3, MySQL connector), as [db, table, statement,
-    tableChanges JSON]: the server's character set, then DROP TABLE IF EXISTS of every table of the captured
-    `databases`, then per database DROP DATABASE IF EXISTS, CREATE DATABASE with its charset and collation,
-    USE, and the CREATE TABLE the server shows for each of its tables (with its structure, `tableChanges`)."""
-    from connectors.mysql.events import read_structure, table_changes_json
-
-    cur.execute("SELECT @@character_set_server, @@collation_server")
-    charset, collation = cur.fetchone()
-    out: list[list[str | None]] = [["", None, f"SET character_set_server={charset}, collation_server={collation}",
-                                    None]]
-    mariadb = is_mariadb(cur)
-    tables: dict[str, list[str]] = {}
-    for db in sorted(databases):
-        cur.execute(f"SHOW FULL TABLES IN {quote(db)} WHERE Table_type = 'BASE TABLE'")
-        tables[db] = sorted(str(r[0]) for r in cur.fetchall())
-        out += [[db, t, f"DROP TABLE IF EXISTS {quote(db)}.{quote(t)}", None] for t in tables[db]]
-    for db in sorted(databases):
-        cur.execute("SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA "
-                    "WHERE SCHEMA_NAME = %s", (db,))
-        found = cur.fetchone()
-        locale = f" CHARSET {found[0]} COLLATE {found[1]}" if found and found[0] else ""
-        out += [[db, None, f"DROP DATABASE IF EXISTS {quote(db)}", None],
-                [db, None, f"CREATE DATABASE {quote(db)}{locale}", None], [db, None, f"USE {quote(db)}", None]]
-        for t in tables[db]:
-            cur.execute(f"SHOW CREATE TABLE {quote(db)}.{quote(t)}")
-            text = str(cur.fetchone()[1])
-            structure = read_structure(cur, db, t, mariadb)
-            changes = table_changes_json([("CREATE", db, t, structure.table)]) if structure is not None else "[]"
-            out.append([db, t, text, changes])
-    return out
-
-
 def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def _error_text(e: Exception) -> str:
-    args = getattr(e, "args", ())
-    return f"{args[1]} (error {args[0]})" if len(args) >= 2 and isinstance(args[0], int) else type(e).__name__
-
-
-def _is_lock_wait(e: Exception) -> bool:
-    args = getattr(e, "args", ())
-    return bool(args) and args[0] in (1205, 1213)  # lock wait timeout, deadlock

@@ -12,11 +12,13 @@ texts (`types.py`), the operation and where the change happened. Each row become
 
 Record `seq` = row seq * 4 + the record's place among its row's records, so the records keep binlog order.
 Keys, envelopes and the `source` block are Debezium 2.3's for MySQL (names, field order, optionality).
+
+What a table is (`Layout`, Debezium's descriptions for tableChanges) is structure.py; what is read from the
+server's catalog for the events (source types and comments: `catalog_lookup`) is catalog.py.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,8 +27,11 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from connectors.mysql.types import Column, default_expression, from_catalog
+from connectors.mysql import config as C
+from connectors.mysql.catalog import catalog_lookup
+from connectors.mysql.structure import Layout, SourceColumn, layout_column, same_kind
 from connectors.transforms.headers import header_array, header_text
+from ingest.errors import FatalError
 from ingest.jvm import batch_constant
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch
 from ingest.records import schema as S
@@ -54,25 +59,6 @@ server_id long, gtid string, thread long, query string."""
 
 READ, CREATE, UPDATE, DELETE, TOMBSTONE, TRUNCATE = range(6)
 _OP_LETTER = {READ: "r", CREATE: "c", UPDATE: "u", DELETE: "d", TRUNCATE: "t"}
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A table's columns and primary key (positions) as one table map or the catalog gives them."""
-
-    db: str
-    table: str
-    columns: tuple[Column, ...]
-    pk: tuple[int, ...]
-
-    def to_json(self) -> str:
-        return json.dumps({"columns": [c.to_json() for c in self.columns], "pk": list(self.pk)},
-                          separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, db: str, table: str, text: str) -> Layout:
-        d = json.loads(text)
-        return cls(db, table, tuple(Column.from_json(c) for c in d["columns"]), tuple(d["pk"]))
 
 
 @dataclass(frozen=True)
@@ -305,7 +291,8 @@ class TableEvents:
         df = exploded.select(
             F.lit(self.topic).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION), key.alias(KEY),
             value.alias(VALUE), headers.cast(_HEADERS).alias(HEADERS),
-            batch_constant(F.timestamp_millis(F.lit(ts_ms))).alias(TIMESTAMP), (F.col("seq") * 4 + F.col("__sub")).alias(SEQ))
+            batch_constant(F.timestamp_millis(F.lit(ts_ms))).alias(TIMESTAMP),
+            (F.col("seq") * 4 + F.col("__sub")).alias(SEQ))
         return RecordBatch(df, self.key_schema, self.value_schema, topics=(self.topic,))
 
 
@@ -315,14 +302,10 @@ OLDKEY_HEADER = "__debezium.oldkey"
 
 
 def _required(schema: S.ConnectSchema) -> S.ConnectSchema:
-    from dataclasses import replace
-
     return replace(schema, optional=False)
 
 
 def shaping_of(config) -> Shaping:
-    from connectors.mysql import config as C
-
     flags = re.IGNORECASE
     # Debezium's Predicates.includes: each regular expression matches the whole name, ignoring case
     propagate = tuple(re.compile(p.strip(), flags) for p in config["column.propagate.source.type"] or [] if p.strip())
@@ -349,67 +332,6 @@ def shaping_of(config) -> Shaping:
     )
 
 
-@dataclass(frozen=True)
-class SourceColumn:
-    """A column as Debezium's own table model has it (its DDL parser's reading of SHOW CREATE TABLE): the
-    type name (upper case, with UNSIGNED/ZEROFILL), length and scale as `_column` gives them for
-    tableChanges, and the comment as the statement spells it (only its quotes taken off)."""
-
-    type_name: str
-    length: int | None = None
-    scale: int | None = None
-    comment: str | None = None
-
-    def parameters(self, comments: bool) -> tuple[tuple[str, str], ...]:
-        """PropagateSourceTypeToSchemaParameter.alterFieldSchema's parameters, in its order (the comment only
-        when the model has one: include.schema.comments)."""
-        out = [("__debezium.source.column.type", self.type_name.upper())]
-        if self.length is not None:
-            out.append(("__debezium.source.column.length", str(self.length)))
-        if self.scale is not None:
-            out.append(("__debezium.source.column.scale", str(self.scale)))
-        if comments and self.comment:
-            out.append(("__debezium.source.column.comment", self.comment))
-        return tuple(out)
-
-
-def catalog_lookup(config) -> Callable[[str, str], dict[str, tuple[Column, SourceColumn]]]:
-    """A function giving a table's columns as the catalog has them now: {name: (kind, SourceColumn)}. A binlog
-    table map has neither type texts nor comments, so a table's are read when its events are built (as its
-    defaults are: see the oracle's "defaults before a later DDL")."""
-    def lookup(db: str, table: str) -> dict[str, tuple[Column, SourceColumn]]:
-        from connectors.mysql import binlog
-        from connectors.mysql import config as C
-
-        conn = binlog.connect(C.connection_settings(config))
-        try:
-            cur = conn.cursor()
-            mariadb = binlog.is_mariadb(cur)
-            cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
-                        "ORDER BY ORDINAL_POSITION", (db, table))
-            names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, r)) for r in cur.fetchall()]
-        finally:
-            conn.close()
-        out = {}
-        for row in rows:
-            described = _catalog_column(row, None, mariadb)
-            out[str(row["COLUMN_NAME"]).lower()] = (from_catalog(row, mariadb), SourceColumn(
-                described["typeName"], described["length"], described["scale"],
-                _shown_comment(row.get("COLUMN_COMMENT"))))
-        return out
-    return lookup
-
-
-def _shown_comment(text) -> str | None:
-    """A COMMENT as Debezium's parser keeps it: the literal SHOW CREATE TABLE prints (a quote doubled; a
-    backslash, newline, carriage return or NUL escaped with a backslash), without its quotes; none when empty."""
-    if not text:
-        return None
-    escapes = {"'": "''", "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\0": "\\0"}
-    return "".join(escapes.get(ch, ch) for ch in str(text))
-
-
 def _source_columns(layout: Layout, shaping: Shaping) -> tuple[SourceColumn, ...]:
     """Each column's SourceColumn: the catalog's when it has a column of that name and kind, else what the
     layout tells (the type `layout_structure` describes, no comment)."""
@@ -418,11 +340,30 @@ def _source_columns(layout: Layout, shaping: Shaping) -> tuple[SourceColumn, ...
     out = []
     for i, c in enumerate(layout.columns):
         kind, source = found.get(c.name.lower(), (None, None))
-        if source is None or not _same_kind(c, kind):
-            described = _layout_column(c, i + 1, None)
+        if source is None or not same_kind(c, kind):
+            described = layout_column(c, i + 1, None)
             source = SourceColumn(described["typeName"], described["length"], described["scale"])
         out.append(source)
     return tuple(out)
+
+MAX_DECIMAL_DIGITS = 38  # Spark's DecimalType; MySQL's DECIMAL goes to 65
+
+
+def table_events(layout: Layout, shaping: Shaping) -> TableEvents:
+    """The events of one layout's rows; a FatalError (nothing emitted) where the configuration or the
+    columns keep them from being made: message.key.columns naming a column the table lacks, or a DECIMAL
+    wider than Spark's decimals."""
+    try:
+        events = TableEvents(layout, shaping)
+    except KeyError as e:
+        raise FatalError(str(e.args[0])) from None
+    wide = [f"{c.name} DECIMAL({c.precision},{c.scale})" for c in (layout.columns[i] for i in events.kept)
+            if c.family == "decimal" and (c.precision or 0) > MAX_DECIMAL_DIGITS]
+    if wide:
+        raise FatalError(f"{layout.db}.{layout.table} has {', '.join(wide)}: more than {MAX_DECIMAL_DIGITS} "
+                         "digits, which this connector's records (Spark decimals) cannot hold, where Debezium "
+                         f"writes them. Leave the column out ({C.COLUMN_EXCLUDE}) or narrow it")
+    return events
 
 
 # --- schema change events and heartbeats ---------------------------------------------------------------
@@ -474,7 +415,8 @@ def schema_changes(ddl: DataFrame, prefix: str, ts_ms: int) -> RecordBatch:
         # null, as Debezium's: it takes the thread from a transaction's BEGIN, which a DDL statement has none of
         F.lit(None).cast("long").alias("thread"),
         F.lit(None).cast("string").alias("query"))
-    value = F.struct(source.alias("source"), batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms"), F.col("db").alias("databaseName"),
+    value = F.struct(source.alias("source"), batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms"),
+                     F.col("db").alias("databaseName"),
                      F.lit(None).cast("string").alias("schemaName"), F.col("query").alias("ddl"),
                      change.alias("tableChanges"))
     df = ddl.select(
@@ -483,333 +425,6 @@ def schema_changes(ddl: DataFrame, prefix: str, ts_ms: int) -> RecordBatch:
         F.lit(None).cast(_HEADERS).alias(HEADERS), batch_constant(F.timestamp_millis(F.lit(ts_ms))).alias(TIMESTAMP),
         (F.col("seq") * 4).alias(SEQ))
     return RecordBatch(df, SCHEMA_CHANGE_KEY, SCHEMA_CHANGE_VALUE, topics=(prefix,))
-
-
-# --- tableChanges: what a DDL statement changed, and each table's structure as Debezium describes it ------
-#
-# Debezium (2.3, MySQL) builds `tableChanges` from its DDL parser's model of each table:
-#   CREATE TABLE                     CREATE, the new table
-#   ALTER TABLE (RENAME TO n too)    ALTER, the table after it (named n after a rename)
-#   RENAME TABLE a TO b, ...         ALTER, table b (one per pair)
-#   DROP TABLE                       nothing: the table has left the model when the event is made, and 2.3's
-#                                    Change schema has no optional `table`, so the list is empty
-#   TRUNCATE, views, databases, CREATE/DROP INDEX, anything else: nothing
-# (CREATE UNIQUE INDEX on a table without a primary key is an ALTER in Debezium; here it has nothing.)
-# Debezium emits one event per table a statement changes; here a statement is one event listing them all.
-#
-# A column is described the way Debezium's parser describes it from the text of its type, as the server
-# prints it (SHOW CREATE TABLE, information_schema.COLUMNS.COLUMN_TYPE):
-#   jdbcType        java.sql.Types of the type name: TINYINT/SMALLINT 5 (SMALLINT), MEDIUMINT/INT/YEAR 4,
-#                   BIGINT -5, FLOAT 6, DOUBLE 8, DECIMAL 3, BIT -7, DATE 91, TIME 92, DATETIME 93,
-#                   TIMESTAMP 2014, CHAR/ENUM/SET 1, VARCHAR/*TEXT 12, BINARY -2, VARBINARY -3, *BLOB 2004,
-#                   JSON and spatial types 1111 (OTHER)
-#   typeName        the type's name upper case with SIGNED/UNSIGNED/ZEROFILL ("INT UNSIGNED"); typeExpression
-#                   the same text; nativeType null
-#   length, scale   the numbers in the parentheses (int(11): 11; decimal(10,2): 10 and 2; datetime(3): 3), none
-#                   without them; ENUM 1, SET 2n-1 (n options)
-#   charsetName     character types (CHAR, VARCHAR, ENUM, SET, TEXT): the column's charset, else the table's
-#   optional        nullable; primary key columns are not
-#   autoIncremented, generated   both AUTO_INCREMENT (Debezium marks an auto-increment column generated)
-#   defaultValueExpression       the DEFAULT literal without its quotes ('x' -> x, b'1' -> 1, 7 -> 7),
-#                   CURRENT_TIMESTAMP -> 1970-01-01 00:00:00, none for NULL and for expressions
-#   enumValues      ENUM/SET options as written, quotes included ('a'), as Debezium keeps them
-#   comment         null (Debezium's include.schema.comments is off by default), for the table too
-# primaryKeyColumnNames: the primary key, else the first unique index (whose columns Debezium then makes
-# required); defaultCharsetName: the table's charset.
-#
-# Where this differs from Debezium: Debezium parses the statement as written, so a streamed `n INT` has no
-# length and `BOOL` is BOOLEAN; here the type is as the server keeps it (MariaDB: int(11), tinyint(1)), as
-# Debezium sees it after a snapshot or restart reads SHOW CREATE TABLE.
-
-JDBC_TYPES = {
-    "BIT": -7, "TINYINT": -6, "SMALLINT": 5, "INTEGER": 4, "BIGINT": -5, "FLOAT": 6, "REAL": 7, "DOUBLE": 8,
-    "NUMERIC": 2, "DECIMAL": 3, "CHAR": 1, "VARCHAR": 12, "LONGVARCHAR": -1, "DATE": 91, "TIME": 92,
-    "TIMESTAMP": 93, "BINARY": -2, "VARBINARY": -3, "LONGVARBINARY": -4, "OTHER": 1111, "BLOB": 2004,
-    "CLOB": 2005, "BOOLEAN": 16, "NCHAR": -15, "NVARCHAR": -9, "LONGNVARCHAR": -16, "NCLOB": 2011,
-    "TIMESTAMP_WITH_TIMEZONE": 2014,
-}
-"""java.sql.Types."""
-_MYSQL_JDBC = {  # MySqlAntlrDdlParser's data type entries
-    "tinyint": "SMALLINT", "int1": "SMALLINT", "smallint": "SMALLINT", "int2": "SMALLINT", "mediumint": "INTEGER",
-    "int3": "INTEGER", "middleint": "INTEGER", "int": "INTEGER", "integer": "INTEGER", "int4": "INTEGER",
-    "bigint": "BIGINT", "int8": "BIGINT", "serial": "BIGINT", "real": "REAL", "double": "DOUBLE",
-    "double precision": "DOUBLE", "float8": "DOUBLE", "float": "FLOAT", "float4": "FLOAT", "decimal": "DECIMAL",
-    "dec": "DECIMAL", "fixed": "DECIMAL", "numeric": "NUMERIC", "bit": "BIT", "time": "TIME",
-    "timestamp": "TIMESTAMP_WITH_TIMEZONE", "datetime": "TIMESTAMP", "binary": "BINARY", "varbinary": "VARBINARY",
-    "blob": "BLOB", "tinyblob": "BLOB", "mediumblob": "BLOB", "longblob": "BLOB", "year": "INTEGER", "date": "DATE",
-    "bool": "BOOLEAN", "boolean": "BOOLEAN", "char": "CHAR", "character": "CHAR", "varchar": "VARCHAR",
-    "tinytext": "VARCHAR", "text": "VARCHAR", "mediumtext": "VARCHAR", "longtext": "VARCHAR", "nchar": "NCHAR",
-    "nvarchar": "NVARCHAR", "enum": "CHAR", "set": "CHAR",
-}
-_CHARSET_JDBC = {JDBC_TYPES[t] for t in ("CHAR", "VARCHAR", "LONGVARCHAR", "CLOB", "NCHAR", "NVARCHAR",
-                                          "LONGNVARCHAR", "NCLOB")}
-"""Column.typeUsesCharset (DATALINK and SQLXML never come from MySQL)."""
-_DEFAULT_DIMENSIONS = {"decimal": (10, 0), "dec": (10, 0), "fixed": (10, 0), "numeric": (10, 0)}
-_NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_QUALIFIED = rf"({_NAME})(?:\s*\.\s*({_NAME}))?"
-
-
-def table_id(db: str, table: str) -> str:
-    """Debezium's TableId.toDoubleQuotedString for MySQL (the database is the catalog): "db"."t"."""
-    return ".".join('"' + part.replace('"', '""') + '"' for part in (db, table) if part)
-
-
-@dataclass(frozen=True)
-class DdlTargets:
-    """What one DDL statement does to tables: `changes` are (type, db, table) items of its tableChanges (the
-    table named as it is after the statement); `touched` the tables whose structure (or existence) changes."""
-
-    changes: tuple[tuple[str, str, str], ...] = ()
-    touched: tuple[tuple[str, str], ...] = ()
-
-
-def ddl_targets(query: str | None, db: str | None) -> DdlTargets:
-    """The tables a DDL statement (as the binlog has it, run in database `db`) creates, alters or drops."""
-    text = re.sub(r"(?s)^\s*(?:/\*.*?\*/\s*)*", "", query or "")
-
-    def name(m, i: int = 1) -> tuple[str, str] | None:
-        first, second = _unquote(m.group(i)), m.group(i + 1)
-        if second is not None:
-            return first, _unquote(second)
-        return (db, first) if db else None
-
-    m = re.match(rf"(?is)CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_QUALIFIED}",
-                 text)
-    if m:
-        t = name(m)
-        return DdlTargets((("CREATE", *t),), (t,)) if t else DdlTargets()
-    m = re.match(rf"(?is)ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?{_QUALIFIED}", text)
-    if m:
-        t = name(m)
-        if not t:
-            return DdlTargets()
-        r = re.search(rf"(?is)\bRENAME\s+(?:TO\s+|AS\s+)?(?!(?:COLUMN|INDEX|KEY)\b){_QUALIFIED}", text[m.end():])
-        new = name(r) if r else None
-        return DdlTargets((("ALTER", *(new or t)),), (t, new) if new else (t,))
-    m = re.match(r"(?is)RENAME\s+TABLES?\s+(?:IF\s+EXISTS\s+)?", text)
-    if m:
-        changes, touched = [], []
-        pair = rf"(?is){_QUALIFIED}\s+(?:WAIT\s+\d+\s+|NOWAIT\s+)?TO\s+{_QUALIFIED}"
-        for p in re.finditer(pair, text[m.end():]):
-            old, new = name(p, 1), name(p, 3)
-            if old and new:
-                changes.append(("ALTER", *new))
-                touched += [old, new]
-        return DdlTargets(tuple(changes), tuple(touched))
-    m = re.match(r"(?is)DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?", text)
-    if m:
-        touched, pos, one = [], m.end(), re.compile(rf"(?is)\s*{_QUALIFIED}\s*(,?)")
-        while (p := one.match(text, pos)) is not None:  # a, b, `c`.`d` /* generated by server */
-            t = name(p)
-            if t:
-                touched.append(t)
-            if not p.group(3):
-                break
-            pos = p.end()
-        return DdlTargets((), tuple(touched))
-    return DdlTargets()
-
-
-def statement_table(query: str | None, db: str | None) -> str | None:
-    """The table a schema change event's source names (Debezium's `source.table`): the table the statement
-    creates, alters (as named after it), renames to, drops or truncates; the first where it names several,
-    whose events Debezium writes one per table. None for a statement on no table."""
-    targets = ddl_targets(query, db)
-    if targets.changes:
-        return targets.changes[0][2]
-    if targets.touched:
-        return targets.touched[0][1]
-    emptied = truncated(query, db)
-    return emptied[1] if emptied else None
-
-
-def event_ddl(query: str, db: str | None) -> str:
-    """A schema change event's `ddl`: the statement, but a DROP TABLE of one table as Debezium's parser
-    writes it back (`DROP TABLE [IF EXISTS] `db`.`t``: qualified, without the server's comment)."""
-    m = re.match(r"(?is)\s*(?:/\*.*?\*/\s*)*DROP\s+(TEMPORARY\s+)?TABLES?\s+(IF\s+EXISTS\s+)?", query or "")
-    targets = ddl_targets(query, db)
-    if not m or len(targets.touched) != 1:
-        return query
-    d, t = targets.touched[0]
-    quoted = ".".join("`" + part.replace("`", "``") + "`" for part in (d, t))
-    return f"DROP {'TEMPORARY ' if m.group(1) else ''}TABLE {'IF EXISTS ' if m.group(2) else ''}{quoted}"
-
-
-def truncated(query: str | None, db: str | None) -> tuple[str, str] | None:
-    """The table a TRUNCATE statement (run in database `db`) empties; None for any other statement."""
-    m = re.match(rf"(?is)\s*(?:/\*.*?\*/\s*)*TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", query or "")
-    if not m:
-        return None
-    first, second = _unquote(m.group(1)), m.group(2)
-    return (first, _unquote(second)) if second is not None else ((db, first) if db else None)
-
-
-def _unquote(part: str) -> str:
-    return part[1:-1].replace("``", "`") if part.startswith("`") else part
-
-
-@dataclass(frozen=True)
-class Structure:
-    """A table's structure in Debezium's `io.debezium.connector.schema.Table` shape (`table`, as JSON-ready
-    dicts), and each column's kind as the connector's decoder sees it (to match it with a table map)."""
-
-    table: dict
-    kinds: dict[str, Column] = field(default_factory=dict)
-
-
-def read_structure(cur, db: str, table: str, mariadb: bool) -> Structure | None:
-    """A table's structure from information_schema (TABLES, COLUMNS, STATISTICS); None when it is
-    not there (dropped or renamed since) or is not a table."""
-    cur.execute("SELECT t.TABLE_TYPE, t.TABLE_COLLATION, c.CHARACTER_SET_NAME FROM information_schema.TABLES t "
-                "LEFT JOIN information_schema.COLLATIONS c ON c.COLLATION_NAME = t.TABLE_COLLATION "
-                "WHERE t.TABLE_SCHEMA=%s AND t.TABLE_NAME=%s", (db, table))
-    found = cur.fetchone()
-    if found is None or str(found[0]) not in ("BASE TABLE", "SYSTEM VERSIONED"):
-        return None
-    charset = found[2] or (str(found[1]).split("_")[0] if found[1] else None)
-    cur.execute("SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
-                "ORDER BY ORDINAL_POSITION", (db, table))
-    names = [d[0] for d in cur.description]
-    columns = [dict(zip(names, r)) for r in cur.fetchall()]
-    cur.execute("SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS "
-                "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s", (db, table))
-    indexes = [dict(zip(("INDEX_NAME", "NON_UNIQUE", "SEQ_IN_INDEX", "COLUMN_NAME"), r)) for r in cur.fetchall()]
-    if not columns:
-        return None
-    return catalog_structure(columns, indexes, str(charset) if charset else None, mariadb)
-
-
-def catalog_structure(columns: Sequence[dict], indexes: Sequence[dict], charset: str | None,
-                      mariadb: bool = True) -> Structure:
-    """A table's structure from its information_schema rows: `columns` (COLUMNS, by ORDINAL_POSITION),
-    `indexes` (STATISTICS: INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, in the server's order) and
-    its default `charset`. `mariadb`: MariaDB quotes string defaults in COLUMN_DEFAULT, MySQL does not."""
-    names = [str(c["COLUMN_NAME"]) for c in columns]
-    keys: dict[str, list[tuple[int, str]]] = {}
-    unique: dict[str, bool] = {}
-    for r in indexes:
-        index = str(r["INDEX_NAME"])
-        unique.setdefault(index, int(r["NON_UNIQUE"]) == 0)
-        keys.setdefault(index, []).append((int(r["SEQ_IN_INDEX"]), str(r["COLUMN_NAME"]) if r["COLUMN_NAME"] else ""))
-    pk: list[str] = []
-    if "PRIMARY" in keys:
-        pk = [c for _, c in sorted(keys["PRIMARY"])]
-    else:  # Debezium takes the first unique key (SHOW CREATE TABLE lists them first) of known columns
-        for index, parts in keys.items():
-            cols = [c for _, c in sorted(parts)]
-            if unique[index] and all(c in names for c in cols):
-                pk = cols
-                break
-    out, kinds = [], {}
-    for row in columns:
-        column = _catalog_column(row, charset, mariadb)
-        if column["name"] in pk:
-            column["optional"] = False
-        out.append(column)
-        kinds[column["name"]] = from_catalog(row, mariadb)
-    return Structure({"defaultCharsetName": charset, "primaryKeyColumnNames": pk, "columns": out, "comment": None},
-                     kinds)
-
-
-def _catalog_column(row: dict, table_charset: str | None, mariadb: bool) -> dict:
-    text = str(row["COLUMN_TYPE"])
-    m = re.match(r"(?is)^\s*([a-z][a-z0-9_ ]*?)\s*(?:\((.*)\))?((?:\s+(?:signed|unsigned|zerofill))*)\s*$", text)
-    base, args, suffix = (m.group(1).lower(), m.group(2), m.group(3).lower().split()) if m else (text.lower(), None, [])
-    extra = str(row.get("EXTRA") or "")
-    labels = _option_texts(args) if base in ("enum", "set") and args is not None else None
-    dims = [] if args is None or labels is not None else [a.strip() for a in args.split(",")]
-    return _column(str(row["COLUMN_NAME"]), int(row["ORDINAL_POSITION"]), base, dims, labels, suffix,
-                   row["IS_NULLABLE"] == "YES", row.get("CHARACTER_SET_NAME"), table_charset,
-                   default_expression(row.get("COLUMN_DEFAULT"), extra, mariadb), "auto_increment" in extra.lower())
-
-
-def _column(name: str, position: int, base: str, dims: list[str], labels: list[str] | None, suffix: list[str],
-            nullable: bool, charset: str | None, table_charset: str | None, default: str | None,
-            auto: bool) -> dict:
-    jdbc = JDBC_TYPES[_MYSQL_JDBC.get(base, "OTHER")]
-    type_name = " ".join([base.upper()] + [t.upper() for t in ("signed", "unsigned", "zerofill") if t in suffix])
-    length = scale = None
-    if base == "enum":
-        length = 1
-    elif base == "set":
-        length = max(0, 2 * len(labels or []) - 1)
-    elif dims and dims[0].isdigit():
-        length = int(dims[0])
-        if len(dims) > 1 and dims[1].isdigit():
-            scale = int(dims[1])
-    elif base in _DEFAULT_DIMENSIONS:
-        length, scale = _DEFAULT_DIMENSIONS[base]
-    return {
-        "name": name, "jdbcType": jdbc, "nativeType": None, "typeName": type_name, "typeExpression": type_name,
-        "charsetName": (charset or table_charset) if jdbc in _CHARSET_JDBC else None, "length": length,
-        "scale": scale, "position": position, "optional": nullable, "autoIncremented": auto, "generated": auto,
-        "comment": None, "defaultValueExpression": default, "enumValues": labels or None,
-    }
-
-
-def _option_texts(inner: str) -> list[str]:
-    """'a','b''c' -> ["'a'", "'b''c'"]: each option's literal as written (Debezium keeps the quotes)."""
-    return re.findall(r"'(?:[^'\\]|''|\\.)*'", inner)
-
-
-_FAMILY_TYPES = {"binary": "varbinary"}
-"""Decoder families whose type name differs (a table map does not tell BINARY from VARBINARY)."""
-
-
-def layout_structure(layout: Layout, charset: str | None, reference: Structure | None = None) -> dict:
-    """A table's structure from a binlog table map (names, types, nullability, key, ENUM/SET options).
-    A table map has no character lengths, integer display widths, defaults, AUTO_INCREMENT or per-column
-    charsets: a column found in `reference` (the table's structure from the catalog) under the same name
-    with the same kind is taken from there; the others have no length and the table's charset."""
-    pk = [layout.columns[i].name for i in layout.pk]
-    out = []
-    for i, c in enumerate(layout.columns):
-        known = reference.kinds.get(c.name) if reference is not None else None
-        if known is not None and _same_kind(c, known):
-            column = dict(next(x for x in reference.table["columns"] if x["name"] == c.name))
-            column["position"] = i + 1
-        else:
-            column = _layout_column(c, i + 1, charset)
-        if c.name in pk:
-            column["optional"] = False
-        out.append(column)
-    return {"defaultCharsetName": charset, "primaryKeyColumnNames": pk, "columns": out, "comment": None}
-
-
-def _layout_column(c: Column, position: int, charset: str | None) -> dict:
-    """A column's structure from what a table map tells of it (`layout_structure`)."""
-    base = _FAMILY_TYPES.get(c.family, c.family)
-    dims: list[str] = []
-    if c.family == "decimal":
-        dims = [str(c.precision or 10), str(c.scale or 0)]
-    elif c.family in ("datetime", "timestamp", "time") and c.fsp:
-        dims = [str(c.fsp)]
-    elif c.family == "bit":
-        dims = [str(c.bits or 1)]
-    labels = (["'" + x.replace("'", "''") + "'" for x in c.labels] if c.family in ("enum", "set") else None)
-    return _column(c.name, position, base, dims, labels, ["unsigned"] if c.unsigned else [], c.nullable,
-                   None, charset, None, False)
-
-
-def _same_kind(a: Column, b: Column) -> bool:
-    """Whether a table map's column and a catalog column are the same type (as far as a table map tells)."""
-    if (a.family, a.nullable, a.binary, tuple(a.labels)) != (b.family, b.nullable, b.binary, tuple(b.labels)):
-        return False
-    if a.family in ("tinyint", "smallint", "mediumint", "int", "bigint") and a.unsigned != b.unsigned:
-        return False
-    if a.family == "decimal":
-        return (a.precision, a.scale) == (b.precision, b.scale)
-    if a.family in ("datetime", "timestamp", "time"):
-        return (a.fsp or 0) == (b.fsp or 0)
-    if a.family == "bit":
-        return (a.bits or 1) == (b.bits or 1)
-    return True
-
-
-def table_changes_json(items: Sequence[tuple[str, str, str, dict]]) -> str:
-    """`tableChanges` as JSON text: (type, db, table, structure) items."""
-    return json.dumps([{"type": kind, "id": table_id(db, table), "table": structure}
-                       for kind, db, table, structure in items], separators=(",", ":"))
 
 
 TRANSACTION_KEY = S.struct("io.debezium.connector.common.TransactionMetadataKey", ("id", S.STRING_SCHEMA),
@@ -865,6 +480,7 @@ def heartbeat(spark, topic: str, prefix: str, ts_ms: int) -> RecordBatch:
     df = spark.range(1).select(
         F.lit(topic).alias(TOPIC), F.lit(None).cast("int").alias(PARTITION),
         F.struct(F.lit(prefix).alias("serverName")).alias(KEY),
-        F.struct(batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms")).alias(VALUE), F.lit(None).cast(_HEADERS).alias(HEADERS),
+        F.struct(batch_constant(F.lit(ts_ms).cast("long")).alias("ts_ms")).alias(VALUE),
+        F.lit(None).cast(_HEADERS).alias(HEADERS),
         batch_constant(F.timestamp_millis(F.lit(ts_ms))).alias(TIMESTAMP), F.lit(0).cast("long").alias(SEQ))
     return RecordBatch(df, HEARTBEAT_KEY, HEARTBEAT_VALUE, topics=(topic,))

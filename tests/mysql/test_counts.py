@@ -10,7 +10,8 @@ import re
 import pytest
 from pyspark.sql import functions as F
 
-from connectors.mysql.events import ROW_COLUMNS, Layout, Shaping, TableEvents
+from connectors.mysql.events import ROW_COLUMNS, Shaping, TableEvents
+from connectors.mysql.structure import Layout
 from connectors.mysql.types import Column
 
 LAYOUT = Layout("inv", "t", (Column("id", "int", nullable=False), Column("v", "varchar")), (0,))

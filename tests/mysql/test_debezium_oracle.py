@@ -6,10 +6,10 @@ ALTER, RENAME, TRUNCATE, every column type) on the private MariaDB, captured wit
   - Debezium's MySQL connector 2.3.4 in Kafka Connect 3.5 (tests/mysql/connect_oracle.py) into the real
     broker: the oracle. Every topic, partition, key, value and header must be what lakeconnect writes
     into its Delta topics, byte for byte once wall-clock times and server positions are set aside
-    (`VOLATILE`), but for the differences listed in `KNOWN` (the README's "Fidelity: Debezium" lists
-    the same);
+    (`VOLATILE`), but for the differences listed in `KNOWN` (docs/connectors/mysql-cdc.md, "Fidelity:
+    Debezium", lists the same);
   - Debezium 3.5's MariaDB connector in Kafka Connect 4.1: it must capture the whole corpus; how its
-    records differ from 2.3's is printed, not failed (the README lists it for users of 3.x).
+    records differ from 2.3's is printed, not failed (docs/connectors/mysql-cdc.md lists it for users of 3.x).
 Both Connect workers (one JVM each) run once for the module, while lakeconnect runs in this process.
 """
 
@@ -63,7 +63,7 @@ MODE_VARIANTS = {
     "m1": {"decimal.handling.mode": "string", "binary.handling.mode": "base64"},
     "m2": {"decimal.handling.mode": "double", "binary.handling.mode": "hex"},
     "m3": {"binary.handling.mode": "base64-url-safe", "bigint.unsigned.handling.mode": "precise"},
-    # Debezium's column rules (the README's "Keys"), none of which the full corpus above sets.
+    # Debezium's column rules (docs/connectors/mysql-cdc.md, "Keys"), none of which the full corpus above sets.
     "m4": {"column.exclude.list": f"{DB}.types.lt,{DB}.types.mb", "column.truncate.to.3.chars": f"{DB}.types.tx",
            "column.mask.with.5.chars": f"{DB}.types.c", "column.mask.hash.v2.SHA-256.with.salt.pepper": f"{DB}.types.vc",
            "message.key.columns": f"{DB}.marker:what"},
@@ -191,7 +191,7 @@ KNOWN: list[Known] = [
           "the table structure in tableChanges of a DDL statement read from the binlog: Debezium describes the "
           "table as its parser builds it from the statement's text (INT without a length; the table as of that "
           "statement); lakeconnect from the server's catalog when the batch is read (int(11); a later ALTER of "
-          "the same batch already in it) or from a binlog table map (README, Events)",
+          "the same batch already in it) or from a binlog table map (docs/connectors/mysql-cdc.md, Events)",
           "Debezium keeps its own model of every table by parsing each DDL statement; this connector reads the "
           "catalog once per batch",
           _blank_binlog_table_changes),
@@ -523,10 +523,10 @@ def _variant(captured, variant: str) -> list[str]:
 def _snapshot_locks(captured) -> list[str]:
     """Debezium 2.3's snapshots (snapshot.locking.mode=minimal, the default) take their locks with the statements
     this connector runs with lakeconnect.snapshot.position=binlog_status (test_snapshot_locking.py checks
-    those in the same general log), in the same order, but for the one difference the README gives: 2.3 opens
-    no consistent snapshot before UNLOCK TABLES (its JDBC connection's autocommit is off; InnoDB's read
-    view opens at the first SELECT of rows, after the lock is gone). Its JDBC commits after the schema reads
-    and its second SHOW MASTER STATUS after the rows are left out."""
+    those in the same general log), in the same order, but for the one difference docs/connectors/mysql-cdc.md
+    gives: 2.3 opens no consistent snapshot before UNLOCK TABLES (its JDBC connection's autocommit is off;
+    InnoDB's read view opens at the first SELECT of rows, after the lock is gone). Its JDBC commits after the
+    schema reads and its second SHOW MASTER STATUS after the rows are left out."""
     found = captured["snapshot_statements"]
     print("\nthe Debezium snapshots' statements:", *sorted({" | ".join(s) for s in found}), sep="\n  ")
     ours = [s.replace("SELECT JSON_ARRAY", "SELECT rows") for s in MINIMAL
@@ -539,7 +539,8 @@ def _snapshot_locks(captured) -> list[str]:
 
 
 def _debezium_3(captured) -> None:
-    """3.x must have run the whole history; how it differs from 2.3 is printed (the README keeps it)."""
+    """3.x must have run the whole history; how it differs from 2.3 is printed (docs/connectors/mysql-cdc.md
+    keeps it)."""
     v2, v3 = captured["debezium23"], captured["debezium3"]
     assert sorted(v3) == sorted(v2)
     assert {t: len(r) for t, r in v3.items()} == {t: len(r) for t, r in v2.items()}

@@ -116,9 +116,10 @@ def test_incremental_snapshot_with_concurrent_changes_pause_stop_and_crashes(tmp
     assert "incremental_snapshot" not in offsets(clean, "inc")[0]["offset"]
 
 
-def test_a_change_made_while_a_chunk_is_read_wins_over_the_chunk(tmp_path, spark, services, db):
+def test_a_change_made_while_a_chunk_is_read_wins_over_the_chunk(tmp_path, spark, services, db, monkeypatch):
     """The watermark window: a row updated after the window opened but before the chunk read finished is
     dropped from the chunk; its change event, in the same batch, carries the newer row."""
+    from connectors.mysql import incremental_snapshot
     from connectors.mysql.source import MySqlConnector
     from ingest.api import TaskContext
     from ingest.config.configdef import Config
@@ -134,13 +135,13 @@ def test_a_change_made_while_a_chunk_is_read_wins_over_the_chunk(tmp_path, spark
         _signal(db, "snap-1", "execute-snapshot", json.dumps({"data-collections": [f"{DB}.t"]}))
         signal_plan = task.plan({'{"server":"inc"}': first.ranges[0].end})
         task.read(signal_plan)  # records the signal for the next plan
-        stage = task._stage_chunks
+        stage = incremental_snapshot.stage_chunks
 
-        def racing(layout, ranges, path):
+        def racing(task, layout, ranges, path):
             db("UPDATE t SET v = 'raced' WHERE id = 3")  # after the window opened, before the chunk is read
-            stage(layout, ranges, path)
+            stage(task, layout, ranges, path)
 
-        task._stage_chunks = racing
+        monkeypatch.setattr(incremental_snapshot, "stage_chunks", racing)
         plan = task.plan({'{"server":"inc"}': signal_plan.ranges[0].end})
         assert plan.details["incremental"]["chunks"] == 2
         rows = []

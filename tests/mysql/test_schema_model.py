@@ -10,7 +10,7 @@ import uuid
 import pymysql
 import pytest
 
-from connectors.mysql import ddl
+from connectors.mysql import catalog, ddl
 from tests.mysql._cdc import settings
 from tests.mysql._oracle_corpus import TYPES
 
@@ -70,7 +70,7 @@ def database(services):
 
 def _catalog(cur, db: str) -> ddl.Schema:
     cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s", (db,))
-    return ddl.read_catalog(cur, [(db, str(r[0])) for r in cur.fetchall()], mariadb=True)
+    return catalog.read_catalog(cur, [(db, str(r[0])) for r in cur.fetchall()], mariadb=True)
 
 
 def _tables(schema: ddl.Schema, db: str) -> dict:
@@ -79,7 +79,7 @@ def _tables(schema: ddl.Schema, db: str) -> dict:
 
 def test_every_statement_leaves_the_model_as_the_catalog(database):
     db, cur = database
-    model = ddl.read_catalog(cur, [], mariadb=True)
+    model = catalog.read_catalog(cur, [], mariadb=True)
     model.databases[db] = "utf8mb4"
     for statement in CREATES + ALTERS:
         cur.execute(statement)

@@ -14,7 +14,7 @@ import threading
 import pymysql
 import pytest
 
-from connectors.mysql import binlog
+from connectors.mysql import binlog, catalog
 from tests.mysql._cdc import (
     Db, comparable, comparable_offsets, connector_config, crash_each_step, create, payloads, purge_binlog_through,
     run,
@@ -192,9 +192,9 @@ def test_binlog_status_statement_by_server_version():
 
 def test_the_fingerprint_changes_with_a_column_and_not_otherwise(services, db):
     cur = db.conn.cursor()
-    first = binlog.fingerprint(cur, [(DB, "t")])
+    first = catalog.fingerprint(cur, [(DB, "t")])
     db("INSERT INTO t VALUES (9, 'z')")
-    assert binlog.fingerprint(cur, [(DB, "t")]) == first
+    assert catalog.fingerprint(cur, [(DB, "t")]) == first
     db("ALTER TABLE t MODIFY v VARCHAR(30)")
-    assert binlog.fingerprint(cur, [(DB, "t")]) != first
-    assert binlog.fingerprint(cur, []) != first
+    assert catalog.fingerprint(cur, [(DB, "t")]) != first
+    assert catalog.fingerprint(cur, []) != first

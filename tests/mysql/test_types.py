@@ -10,7 +10,7 @@ import uuid
 import pymysql
 import pytest
 
-from connectors.mysql import binlog, ddl
+from connectors.mysql import binlog, catalog
 from connectors.mysql.types import Column, from_catalog, zoned
 
 # Decoded at the server's default binlog_row_metadata (NO_LOG: columns from the schema history's model)
@@ -52,7 +52,7 @@ def table(services):
 
 def _model(cur, db: str, table: str) -> str:
     """The schema history's model of one table as the catalog has it now (a snapshot's schema read)."""
-    return ddl.read_catalog(cur, [(db, table)], mariadb=True).to_json()
+    return catalog.read_catalog(cur, [(db, table)], mariadb=True).to_json()
 
 
 def _decoded(settings, cur, db, start, end):

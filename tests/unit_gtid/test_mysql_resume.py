@@ -13,7 +13,8 @@ import pytest
 from connectors.mysql import binlog
 from connectors.mysql import config as C
 from connectors.mysql.binlog import Position
-from connectors.mysql.task import MySqlSourceTask, gtid_dml_filter
+from connectors.mysql.stream import gtid_dml_filter
+from connectors.mysql.task import MySqlSourceTask
 from ingest.api import TaskContext
 from ingest.errors import FatalError
 
