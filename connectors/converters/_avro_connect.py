@@ -18,7 +18,8 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from connectors.storage.avro import enum_symbols, write_long
+from connectors.storage.avro import write_long
+from connectors.storage.avro_schema import enum_symbols
 from ingest.errors import DataError
 from ingest.records.java import hashmap_order
 from ingest.runtime.tolerance import MARKER

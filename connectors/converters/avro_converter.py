@@ -1,6 +1,6 @@
 """Confluent's `io.confluent.connect.avro.AvroConverter`, as Spark column expressions over a Schema Registry.
 
-Writing: the Connect schema becomes the Avro schema Confluent's AvroData builds (`connectors.storage.avro`),
+Writing: the Connect schema becomes the Avro schema Confluent's AvroData builds (`connectors.storage.avro_schema`),
 registered (or looked up) once per subject in the process; each value is Confluent's wire format, the magic
 byte 0, the schema id in four big-endian bytes and the Avro binary encoding, written by Spark's own Avro
 function (`to_avro`, from the spark-avro jar) on the executors. Reading: the distinct schema ids of the batch
@@ -25,7 +25,7 @@ from connectors.converters._avro_connect import (UnionEncoder, from_avro_output,
                                                  to_avro_input, to_connect_schema)
 from connectors.converters._common import data_type, null_bytes, parse_settings
 from connectors.converters._registry_client import RegistryClient, RegistryRefused
-from connectors.storage.avro import avro_schema, avro_schema_text
+from connectors.storage.avro_schema import avro_schema, avro_schema_text
 from ingest.api import Converter
 from ingest.config.configdef import ConfigDef, Importance, Password, Type, ValidString
 from ingest.errors import ConfigError, DataError, Problem

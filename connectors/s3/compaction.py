@@ -24,13 +24,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.s3 import config as C
 from connectors.storage.avro import read_long, write_long
+from connectors.storage.store import from_config
 from ingest.config.connector import TASKS_MAX
 from ingest.config.worker import LOCKS_DIR
 from ingest.errors import ConfigError, Problem
 from ingest.runtime.faults import point as crash_point
-from ingest.runtime.lease import Lease
-from ingest.state.stores import COMMITTED, PLANNED
+from ingest.runtime.batches import BatchLog, task_lease
 
 COMPACTION_TASK = -1  # the run history row of the compaction job, beside the sink's tasks
 MAGIC = b"Obj\x01"
@@ -55,46 +56,41 @@ class Group:
         return cls(tuple((tuple(keys), tuple(sizes)) for keys, sizes in d["kinds"]))
 
 
-def compact(worker, name: str, *, min_age_ms: int = 3_600_000, target_bytes: int = 128 * 2**20,
+def compact(worker, name: str, sink_class: type, *, min_age_ms: int = 3_600_000, target_bytes: int = 128 * 2**20,
             dry_run: bool = False) -> dict[str, Any]:
-    """Compact connector `name`'s objects; a summary of what was (or, with `dry_run`, would be) merged."""
-    from connectors.s3 import config as C
-    from connectors.s3.sink import S3SinkConnector
-    from connectors.storage.store import ObjectStore
+    """Compact connector `name`'s objects; a summary of what was (or, with `dry_run`, would be) merged.
 
+    `sink_class`: the S3 sink's connector class (connectors/s3/sink.py passes it, so that this module need not
+    import the sink, which imports it); only connectors of that class are compacted."""
     found = worker.stores.configs.require(name)
     setup = worker.validate(found["config"])
-    if not issubclass(setup.info.cls, S3SinkConnector):
+    if not issubclass(setup.info.cls, sink_class):
         raise ConfigError([Problem("connector.class", f"connector '{name}' is not an S3 sink: only S3 sink "
                                                       "objects are compacted")])
     config = setup.config
     # Raw bytes in, raw bytes out: a gzip object is merged as concatenated gzip members (valid gzip).
-    store = ObjectStore.from_config({**dict(config), "s3.compression.type": "none"})
+    store = from_config({**dict(config), "s3.compression.type": "none"})
     store.check()
     # Every task's lease, in order (as runs take theirs): no sink batch of any task runs while objects merge.
     with contextlib.ExitStack() as held:
         for task in range(config[TASKS_MAX]):
-            held.enter_context(Lease(worker.lake_root, f"{name}.task-{task}", worker.config[LOCKS_DIR]).acquire(
+            held.enter_context(task_lease(worker.lake_root, name, task, worker.config[LOCKS_DIR]).acquire(
                 f"connector '{name}' task {task} (for compaction)"))
-        runs = worker.stores.runs
-        last = runs.last(name, COMPACTION_TASK)
-        if last is not None and last["state"] == PLANNED and not dry_run:
-            import json
-
-            plan = [Group.from_json(g) for g in json.loads(last["plan"])["groups"]]
-            batch_id = int(last["batch_id"])
+        log = BatchLog(worker.stores.runs, name, COMPACTION_TASK)
+        current = log.next()
+        if current.resumed and not dry_run:
+            plan = [Group.from_json(g) for g in current.plan["groups"]]
         else:
             plan = _plan(worker, name, config, store, min_age_ms, target_bytes)
-            batch_id = (int(last["batch_id"]) + 1) if last is not None else 1
             if dry_run or not plan:
                 return _summary(plan, dry_run=True)
-            runs.record(name, COMPACTION_TASK, batch_id, PLANNED, plan={"groups": [g.to_json() for g in plan]})
+            log.planned(current, {"groups": [g.to_json() for g in plan]})
         crash_point("plan")
         for group in plan:
             _merge(store, group, config[C.DIRECTORY_DELIM])
         crash_point("merge")
         summary = _summary(plan, dry_run=False)
-        runs.record(name, COMPACTION_TASK, batch_id, COMMITTED, stats=summary)
+        log.committed(current, summary)
         return summary
 
 
@@ -106,8 +102,6 @@ def _summary(plan: list[Group], *, dry_run: bool) -> dict[str, Any]:
 def _plan(worker, name: str, config, store, min_age_ms: int, target_bytes: int) -> list[Group]:
     """The groups to merge: per directory (closed) and Kafka partition, runs of objects below the
     committed offset, each run up to `target_bytes`."""
-    from connectors.s3 import config as C
-
     committed = {(e.partition["kafka_topic"], e.partition["kafka_partition"]): e.offset["kafka_offset"]
                  for e in worker.stores.offsets.committed(f"connect-{name}").values()}
     d, f = config[C.DIRECTORY_DELIM], config[C.FILE_DELIM]
@@ -201,7 +195,8 @@ def _merge_avro(store, keys, upload) -> None:
     for key in keys[1:]:
         data = store.read(key)
         end, other_meta, other_sync = _avro_header(data)
-        if other_meta.get("avro.schema") != meta.get("avro.schema") or other_meta.get("avro.codec") != meta.get("avro.codec"):
+        if (other_meta.get("avro.schema") != meta.get("avro.schema")
+                or other_meta.get("avro.codec") != meta.get("avro.codec")):
             raise ConfigError([Problem(None, f"{key} has another Avro schema or codec than {keys[0]}; "
                                              "it cannot be merged into it")])
         pos = end

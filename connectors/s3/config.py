@@ -1,14 +1,14 @@
 """The S3 sink connector's configuration: Confluent's keys (kafka-connect-s3 10.5), verbatim, with its
-defaults. The object store's keys live in connectors/storage/store.py, the time-based partitioners' in
-connectors/storage/timebased.py, the Avro and Parquet codecs with their formats."""
+defaults. The object store's keys live in connectors/storage/store_config.py; each partitioner and format
+declares its own (`config_def`), merged here through the registry."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from connectors.storage.partitioners import PARTITION_FIELD_NAME
 from ingest.config.configdef import ConfigDef, Importance, Range, Type, ValidString
 from ingest.errors import Problem
+from ingest.registry import PluginKind, default_registry
 
 FORMAT_CLASS = "format.class"
 FLUSH_SIZE = "flush.size"
@@ -26,8 +26,6 @@ KEYS_FORMAT_CLASS = "keys.format.class"
 HEADERS_FORMAT_CLASS = "headers.format.class"
 SCHEMA_COMPATIBILITY = "schema.compatibility"
 APPEND_LATE_DATA = "append.late.data"
-FORMAT_BYTEARRAY_EXTENSION = "format.bytearray.extension"
-FORMAT_BYTEARRAY_SEPARATOR = "format.bytearray.separator"
 
 DEFAULT_PARTITIONER = "io.confluent.connect.storage.partitioner.DefaultPartitioner"
 AVRO_FORMAT = "io.confluent.connect.s3.format.avro.AvroFormat"
@@ -35,12 +33,11 @@ NULL_BEHAVIORS = ("ignore", "fail")
 
 
 def s3_sink_config_def() -> ConfigDef:
-    """Every key of the connector: its own, the object store's, the partitioners' and the formats'."""
-    from connectors.storage.formats import formats_config_def
-    from connectors.storage.store import store_config_def
-    from connectors.storage.timebased import config_def as time_config_def
+    """Every key of the connector: its own, the object store's, and those every installed partitioner and
+    format declares (as Confluent's S3SinkConnectorConfig holds the partitioners' and formats' keys)."""
+    from connectors.storage.store_config import store_config_def
 
-    return (
+    definition = (
         ConfigDef()
         .define(FORMAT_CLASS, Type.CLASS, importance=Importance.HIGH, group="Connector",
                 doc="The format class to use when writing data to the store: JsonFormat, AvroFormat, "
@@ -69,8 +66,6 @@ def s3_sink_config_def() -> ConfigDef:
                 doc="The partitioner to use when writing data to the store: DefaultPartitioner, "
                     "FieldPartitioner, TimeBasedPartitioner, DailyPartitioner, HourlyPartitioner or "
                     "FieldAndTimeBasedPartitioner.")
-        .define(PARTITION_FIELD_NAME, Type.LIST, [], importance=Importance.MEDIUM, group="Partitioner",
-                doc="The name of the partitioning field when FieldPartitioner is used (several: comma-separated).")
         .define(BEHAVIOR_ON_NULL_VALUES, Type.STRING, "fail", ValidString.of(*NULL_BEHAVIORS, case_insensitive=True),
                 Importance.LOW, group="Connector",
                 doc="How to handle records with a null value (i.e. Kafka tombstone records): 'ignore' skips "
@@ -90,19 +85,18 @@ def s3_sink_config_def() -> ConfigDef:
         .define(APPEND_LATE_DATA, Type.BOOLEAN, False, importance=Importance.LOW, group="Partitioner",
                 doc="With rotate.interval.ms, write a record whose timestamp is earlier than its object's first "
                     "record's into the open object instead of rotating.")
-        .define(FORMAT_BYTEARRAY_EXTENSION, Type.STRING, ".bin", importance=Importance.LOW, group="Connector",
-                doc="Output file extension for ByteArrayFormat. Defaults to '.bin'.")
-        .define(FORMAT_BYTEARRAY_SEPARATOR, Type.STRING, None, importance=Importance.LOW, group="Connector",
-                doc="String inserted between records for ByteArrayFormat. Defaults to the line separator.")
         .merge(store_config_def())
-        .merge(time_config_def())
-        .merge(formats_config_def())
     )
+    registry = default_registry()
+    for kind in (PluginKind.PARTITIONER, PluginKind.FORMAT):
+        for info in registry.plugins(kind):
+            definition = definition.merge(info.cls.config_def())
+    return definition
 
 
 def check(values: dict[str, Any]) -> list[Problem]:
     """What the connector refuses beyond single keys."""
-    from connectors.storage.store import check_config
+    from connectors.storage.store_config import check_config
 
     problems: list[Problem] = list(check_config(values))
     if values.get(ROTATE_INTERVAL_MS, -1) == 0:

@@ -96,7 +96,7 @@ class S3SinkConnector(SinkConnector):
     def paths(self) -> list[tuple[str, str]]:
         from urllib.parse import unquote, urlsplit
 
-        from connectors.storage.store import S3_BUCKET, STORE_URL
+        from connectors.storage.store_config import S3_BUCKET, STORE_URL
         from ingest.config.paths import normalized, within
 
         url = (self.config[STORE_URL] or "").strip()
@@ -119,15 +119,17 @@ class S3SinkConnector(SinkConnector):
     @staticmethod
     def compact(worker, name: str, **options) -> dict[str, Any]:
         """Merge the small objects of closed partitions (connectors/s3/compaction.py)."""
+        # Imported here, not on top: compaction loads the state stores (deltalake), which a sink batch does
+        # not need. Compaction does not import this module: it is told which class an S3 sink's is.
         from connectors.s3.compaction import compact
 
-        return compact(worker, name, **options)
+        return compact(worker, name, S3SinkConnector, **options)
 
 
 def _store(config):
-    from connectors.storage.store import ObjectStore
+    from connectors.storage.store import from_config
 
-    return ObjectStore.from_config(config)
+    return from_config(config)
 
 
 class S3SinkTask(SinkTask):
@@ -228,7 +230,8 @@ class S3SinkTask(SinkTask):
         if partitioner.time_partitioning is not None and ts is not None:
             from connectors.storage.timebased import missing_timestamp_message
 
-            errors.append(F.when(ts.isNull(), F.lit(missing_timestamp_message(partitioner.time_partitioning.extractor))))
+            message = missing_timestamp_message(partitioner.time_partitioning.extractor)
+            errors.append(F.when(ts.isNull(), F.lit(message)))
         out = df.select(
             F.col(TOPIC), F.col(PARTITION).cast("int").alias(PARTITION), F.col(OFFSET).cast("long").alias(OFFSET),
             (enc if enc is not None else F.lit(None).cast("string")).alias(ENC),
@@ -246,7 +249,8 @@ class S3SinkTask(SinkTask):
         config = self.config
         schedule_zone = None
         if config[C.ROTATE_SCHEDULE_INTERVAL_MS] > 0:
-            from connectors.storage.timebased import TIMEZONE_CONFIG, zone
+            from connectors.storage.joda import zone
+            from connectors.storage.timebased import TIMEZONE_CONFIG
 
             schedule_zone = zone(config[TIMEZONE_CONFIG] or "UTC")
         return WriterPlan(

@@ -68,7 +68,7 @@ class Part:
 class WriterPlan:
     """Everything an executor needs, shipped with the function (no secret appears in its repr)."""
 
-    store: Any  # connectors.storage.store.ObjectStore
+    store: Any  # connectors.storage.objectstore.ObjectStore
     parts: tuple[Part, ...]
     flush_size: int
     rotate_interval_ms: int

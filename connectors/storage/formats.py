@@ -15,20 +15,16 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ingest.api import Format
-from ingest.config.configdef import ConfigDef
+from ingest.config.configdef import ConfigDef, Importance, Type
 from ingest.errors import DataError
 from ingest.records.schema import ConnectSchema
 
-LINE_SEPARATOR = b"\n"
-HEADERS_COLUMN = "h"  # the writer's column of header payloads (connectors/s3/writer.py)  # System.lineSeparator() on the Linux workers Confluent's objects come from
+LINE_SEPARATOR = b"\n"  # System.lineSeparator() on the Linux workers Confluent's objects come from
+HEADERS_COLUMN = "h"  # the writer's column of header payloads (connectors/s3/writer.py)
 
 
-def formats_config_def() -> ConfigDef:
-    """The codec keys of the Avro and Parquet formats (the ByteArray keys are the connector's)."""
-    from connectors.storage.avro import avro_config_def
-    from connectors.storage.parquet import parquet_config_def
-
-    return avro_config_def().merge(parquet_config_def())
+FORMAT_BYTEARRAY_EXTENSION = "format.bytearray.extension"
+FORMAT_BYTEARRAY_SEPARATOR = "format.bytearray.separator"
 
 
 class _BytesWriter:
@@ -54,7 +50,8 @@ def _concatenated(values) -> memoryview | bytes:
     if len(values) == 0:
         return b""
     width = np.int64 if pa.types.is_large_binary(values.type) else np.int32
-    offsets = np.frombuffer(values.buffers()[1], dtype=width, count=len(values) + 1, offset=values.offset * width().itemsize)
+    offsets = np.frombuffer(values.buffers()[1], dtype=width, count=len(values) + 1,
+                            offset=values.offset * width().itemsize)
     data = values.buffers()[2]
     if data is None:
         return b""
@@ -86,8 +83,16 @@ class ByteArrayFormat(Format):
     aliases = ("io.confluent.connect.s3.format.bytearray.ByteArrayFormat",)
     extension = ".bin"
 
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        return (ConfigDef()
+                .define(FORMAT_BYTEARRAY_EXTENSION, Type.STRING, ".bin", importance=Importance.LOW, group="Connector",
+                        doc="Output file extension for ByteArrayFormat. Defaults to '.bin'.")
+                .define(FORMAT_BYTEARRAY_SEPARATOR, Type.STRING, None, importance=Importance.LOW, group="Connector",
+                        doc="String inserted between records for ByteArrayFormat. Defaults to the line separator."))
+
     def file_extension(self) -> str:
-        return self.config["format.bytearray.extension"]
+        return self.config[FORMAT_BYTEARRAY_EXTENSION]
 
     def payload(self, df: DataFrame, column: str, schema: ConnectSchema | None, is_key: bool = False) -> DataFrame:
         dtype = df.schema[column].dataType
@@ -97,7 +102,7 @@ class ByteArrayFormat(Format):
         if not isinstance(dtype, (T.BinaryType, T.NullType)):
             raise DataError(f"ByteArrayFormat writes bytes, but the records' {'key' if is_key else 'value'} is "
                             f"{dtype.simpleString()}; use ByteArrayConverter for it, or JsonFormat")
-        sep = self.config["format.bytearray.separator"]
+        sep = self.config[FORMAT_BYTEARRAY_SEPARATOR]
         separator = LINE_SEPARATOR if sep is None else sep.encode("utf-8")
         return df.withColumn(column, F.concat(F.col(column).cast("binary"), F.lit(separator)))
 
@@ -110,6 +115,12 @@ class AvroFormat(Format):
     Keys are written with their own schema; headers as an array of {key, value} strings."""
 
     aliases = ("io.confluent.connect.s3.format.avro.AvroFormat",)
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        from connectors.storage.avro import avro_config_def
+
+        return avro_config_def()
     extension = ".avro"
     compressible = False
 
@@ -120,7 +131,7 @@ class AvroFormat(Format):
         return df
 
     def view(self, schema: ConnectSchema | None, is_key: bool, headers: bool) -> ConnectSchema | None:
-        from connectors.storage.avro import HEADERS_SCHEMA
+        from connectors.storage.avro_schema import HEADERS_SCHEMA
 
         return HEADERS_SCHEMA if headers else schema
 
@@ -135,6 +146,12 @@ class ParquetFormat(Format):
     Keys are wrapped in a `RecordKey` struct and headers in `RecordHeaders`, as Confluent's views do."""
 
     aliases = ("io.confluent.connect.s3.format.parquet.ParquetFormat",)
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        from connectors.storage.parquet import parquet_config_def
+
+        return parquet_config_def()
     extension = ".parquet"
     compressible = False
 
@@ -166,5 +183,4 @@ class ParquetFormat(Format):
 def extension(fmt: Any, compression_suffix: str = "") -> str:
     """The object name's extension for a format: its own, then `.gz` when the store compresses (JSON and
     ByteArray only, as in Confluent's connector)."""
-    ext = fmt.file_extension() if hasattr(fmt, "file_extension") else fmt.extension
-    return ext + (compression_suffix if getattr(fmt, "compressible", True) else "")
+    return fmt.file_extension() + (compression_suffix if fmt.compressible else "")

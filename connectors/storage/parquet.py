@@ -1,7 +1,7 @@
 """Confluent's ParquetFormat (`io.confluent.connect.s3.format.parquet.ParquetFormat`) for one object at a time.
 
 Confluent writes Parquet through parquet-avro: the Connect schema becomes an Avro schema (AvroData, see
-`connectors.storage.avro`), and parquet-avro's AvroSchemaConverter derives the Parquet schema from it.
+`connectors.storage.avro_schema`), and parquet-avro's AvroSchemaConverter derives the Parquet schema from it.
 Here the same derivation gives an Arrow schema that pyarrow writes: one column per field of the value's
 struct, required unless the field is optional, int8/int16/int32 all INT32, strings UTF8, Date/Time/
 Timestamp/Decimal with their logical types (Decimal with AvroData's precision, 64 when the Connect schema
@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from connectors.storage.avro import (
-    DEFAULT_DECIMAL_PRECISION, HEADERS_SCHEMA, UNION, as_plain_array, avro_schema_text, check_values,
-    decimal_unscaled_bytes, epoch_days, epoch_millis, millis_of_day, struct_field,
+from connectors.storage.avro_datums import (
+    as_plain_array, check_values, decimal_unscaled_bytes, epoch_days, epoch_millis, millis_of_day, struct_field,
 )
+from connectors.storage.avro_schema import DEFAULT_DECIMAL_PRECISION, HEADERS_SCHEMA, UNION, avro_schema_text
 from ingest.config.configdef import ConfigDef, Importance, Type
 from ingest.errors import ConfigError, DataError, Problem
 from ingest.records.schema import DATE, DECIMAL, TIME, TIMESTAMP, ConnectSchema, struct

@@ -11,6 +11,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ingest.api import Partitioner
+from ingest.config.configdef import ConfigDef, Importance, Type
 from ingest.errors import ConfigError, DataError, Problem
 from ingest.records import PARTITION, VALUE, RecordBatch
 
@@ -37,6 +38,12 @@ class FieldPartitioner(Partitioner):
                # the book spells the package these ways, and its configs must run unchanged
                "io.confluent.connect.storage.partitionner.FieldPartitioner",
                "io.confluent.connect.storage.partition.FieldPartitioner")
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        return ConfigDef().define(
+            PARTITION_FIELD_NAME, Type.LIST, [], importance=Importance.MEDIUM, group="Partitioner",
+            doc="The name of the partitioning field when FieldPartitioner is used (several: comma-separated).")
 
     def __init__(self, config):
         super().__init__(config)
@@ -85,6 +92,12 @@ class _TimeBased(Partitioner):
     """The time-based partitioners: the encoded partition is the record's time bucket, printed."""
 
     kind = "TimeBasedPartitioner"
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        from connectors.storage.timebased import config_def
+
+        return config_def()
 
     def __init__(self, config):
         super().__init__(config)

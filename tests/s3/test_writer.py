@@ -8,7 +8,7 @@ import pytest
 
 from connectors.s3.writer import OUTPUT_SCHEMA, Part, TopicPartitionWriter, WriterPlan, write_partitions
 from connectors.storage.formats import JsonFormat
-from connectors.storage.store import LocalStore
+from connectors.storage.localstore import LocalStore
 from connectors.storage.timebased import TimePartitioning
 from ingest.errors import DataError
 

@@ -18,9 +18,10 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_type
 
 from connectors.storage.avro import (
-    AVRO_CODEC_CONFIG, AVRO_CODECS, HEADERS_SCHEMA, SYNC_INTERVAL, AvroWriter, avro_config_def, avro_schema,
-    avro_schema_text, decimal_unscaled_bytes, sync_marker, validate_avro_codec,
+    AVRO_CODEC_CONFIG, AVRO_CODECS, SYNC_INTERVAL, AvroWriter, avro_config_def, sync_marker, validate_avro_codec,
 )
+from connectors.storage.avro_datums import decimal_unscaled_bytes
+from connectors.storage.avro_schema import HEADERS_SCHEMA, avro_schema, avro_schema_text
 from connectors.storage.parquet import (
     PARQUET_CODEC_CONFIG, PARQUET_CODECS, ParquetObjectWriter, arrow_schema, headers_view, key_view,
     parquet_config_def, parquet_extension, validate_parquet_codec, wrap,

@@ -24,15 +24,11 @@ import boto3
 import pytest
 from botocore.config import Config
 
-import connectors.storage.store as store_module
-from connectors.storage.store import (
-    CREDENTIALS_PROVIDERS,
-    LocalStore,
-    ObjectStore,
-    S3Store,
-    check_config,
-    store_config_def,
-)
+import connectors.storage.s3store as s3store_module
+from connectors.storage.localstore import LocalStore
+from connectors.storage.s3store import S3Store
+from connectors.storage.store import from_config
+from connectors.storage.store_config import CREDENTIALS_PROVIDERS, check_config, store_config_def
 from ingest.config.configdef import Type
 from ingest.errors import ConfigError, FatalError, RetriableError
 from tests.services.faulty_proxy import FaultyProxy
@@ -116,14 +112,14 @@ def s3_store(moto, bucket, keys: dict | None = None, *, url: str | None = None,
     raw = {"s3.bucket.name": bucket, "store.url": url or moto.url, "aws.access.key.id": moto.key_id,
            "aws.secret.access.key": moto.secret, "s3.part.size": str(PART), "s3.retry.backoff.ms": "10",
            **(keys or {})}
-    store = ObjectStore.from_config(store_config_def().parse(raw), read_timeout=read_timeout)
+    store = from_config(store_config_def().parse(raw), read_timeout=read_timeout)
     assert isinstance(store, S3Store)
     return store
 
 
 def local_store(root: Path, bucket: str = "bkt", keys: dict | None = None) -> LocalStore:
     raw = {"s3.bucket.name": bucket, "store.url": root.as_uri(), **(keys or {})}
-    store = ObjectStore.from_config(store_config_def().parse(raw))
+    store = from_config(store_config_def().parse(raw))
     assert isinstance(store, LocalStore)
     return store
 
@@ -190,7 +186,7 @@ def test_config_checks_across_keys_without_showing_secrets():
     assert {p.key for p in problems} == {"aws.access.key.id", "s3.sse.customer.key", "s3.sse.kms.key.id", "store.url",
                                          "s3.proxy.url"}
     with pytest.raises(ConfigError) as e:
-        ObjectStore.from_config(values)
+        from_config(values)
     assert short_key not in str(e.value) and "s3cr3t-value" not in str(e.value)
 
 
@@ -269,7 +265,7 @@ def test_upload_of_a_killed_writer_is_found_and_aborted(moto, bucket, tmp_path):
 
 
 def test_list_pages_and_delete(moto, bucket, proxy, monkeypatch):
-    monkeypatch.setattr(store_module, "_LIST_PAGE_SIZE", 2)
+    monkeypatch.setattr(s3store_module, "_LIST_PAGE_SIZE", 2)
     store = s3_store(moto, bucket, url=proxy.url)
     for key in ["p/3", "p/1", "p/2", "p/10", "q/1"]:
         with store.upload(key) as upload:
@@ -436,7 +432,7 @@ def test_environment_credentials_provider(moto, bucket, monkeypatch):
     assert s3_store(moto, other, env_provider)._client() is store._client()  # a client serves every bucket
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
-    monkeypatch.setattr(store_module, "_clients", {})  # a new process: its client resolves credentials afresh
+    monkeypatch.setattr(s3store_module, "_clients", {})  # a new process: its client resolves credentials afresh
     with pytest.raises(ConfigError) as e:
         s3_store(moto, other, env_provider).check()
     assert e.value.problems[0].key == "s3.credentials.provider.class"
@@ -608,7 +604,7 @@ def test_local_check_names_the_key_to_fix(tmp_path):
 
 def test_local_relative_url_and_bad_keys(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    store = ObjectStore.from_config(store_config_def().parse({"s3.bucket.name": "bkt", "store.url": "file:lake/s3"}))
+    store = from_config(store_config_def().parse({"s3.bucket.name": "bkt", "store.url": "file:lake/s3"}))
     assert store.root == str(tmp_path / "lake" / "s3")
     for key in ("../escape", "/abs", "a//b", "a/./b", ""):
         with pytest.raises(ValueError):

@@ -10,9 +10,8 @@ import re
 import pytest
 from pyspark.sql import functions as F
 
-from connectors.storage.timebased import (
-    DAY_MS, HOUR_MS, JodaPattern, TimePartitioning, bucket, missing_timestamp_message, timestamp_column, zone,
-)
+from connectors.storage.joda import DAY_MS, HOUR_MS, JodaPattern, zone
+from connectors.storage.timebased import TimePartitioning, bucket, missing_timestamp_message, timestamp_column
 from ingest.errors import ConfigError, DataError
 from ingest.records.schema import (
     FLOAT64_SCHEMA, INT64_SCHEMA, OPTIONAL_INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, date, struct, timestamp,
