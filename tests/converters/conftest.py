@@ -25,6 +25,19 @@ def registry():
     return default_registry()
 
 
+@pytest.fixture(scope="module")
+def schema_registry(tmp_path_factory):
+    """The URL of a Schema Registry API: a worker's REST server (its `/registry`) on a lake of its own."""
+    from tests.conftest import write_worker
+    from tests.rest.test_rest_api import Rest
+
+    base = tmp_path_factory.mktemp("registry")
+    (base / "lake").mkdir()
+    server = Rest(write_worker(base / "worker.properties", base / "lake"))
+    yield server.url + "/registry"
+    server.stop()
+
+
 @pytest.fixture
 def make(registry):
     """make(name, configs=None, is_key=False): a converter found by any of its names (entry points)."""

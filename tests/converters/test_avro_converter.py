@@ -42,12 +42,8 @@ ROW = (-7, 300, 70000, 2**40, 1.5, 2.25, True, "héllo", b"\x00\xff", Decimal("-
 
 
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory):
-    base = tmp_path_factory.mktemp("registry")
-    (base / "lake").mkdir()
-    server = Rest(write_worker(base / "worker.properties", base / "lake"))
-    yield server.url + "/registry"
-    server.stop()
+def registry(schema_registry):
+    return schema_registry  # here `registry` is the Schema Registry's URL (tests/converters/conftest.py)
 
 
 def _frame(spark, schema: ConnectSchema, rows):
