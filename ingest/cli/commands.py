@@ -7,11 +7,9 @@ import json
 import sys
 from typing import Any
 
+from ingest.api import Compactable
 from ingest.cli import jobs
-from ingest.config.configdef import NO_DEFAULT, Type, format_value
-from ingest.config.connector import common_config_def
 from ingest.config.loader import load_connector_file, parse_json
-from ingest.config.worker import load_worker
 from ingest.errors import ConfigError, Problem
 from ingest.registry import PluginKind, default_registry
 from ingest.state.stores import PAUSED, RUNNING, STOPPED
@@ -20,7 +18,7 @@ from ingest.state.stores import PAUSED, RUNNING, STOPPED
 def worker_for(args):
     from ingest.runtime.worker import Worker
 
-    return Worker(load_worker(args.worker))
+    return Worker.load(args.worker)
 
 
 def _print_json(value: Any) -> None:
@@ -118,7 +116,7 @@ def cmd_compact(args) -> int:
     worker = worker_for(args)
     found = worker.stores.configs.require(args.name)
     info = worker.registry.find_connector(found["config"].get("connector.class", ""))
-    if info is None or not hasattr(info.cls, "compact"):
+    if info is None or not issubclass(info.cls, Compactable):
         raise ConfigError([Problem("connector.class", f"connector '{args.name}' has nothing to compact: "
                                                       "compaction is for object-store sinks (S3Sink)")])
     summary = info.cls.compact(worker, args.name, min_age_ms=args.min_age_ms, target_bytes=args.target_bytes,
@@ -144,11 +142,11 @@ def cmd_validate(args) -> int:
 
 def cmd_run(args) -> int:
     worker = worker_for(args)
-    progress = None
-    if sys.stderr.isatty():
-        def progress(step: str) -> None:
-            sys.stderr.write(f"\r  {args.name}: {step} done".ljust(60))
-            sys.stderr.flush()
+    def show(step: str) -> None:
+        sys.stderr.write(f"\r  {args.name}: {step} done".ljust(60))
+        sys.stderr.flush()
+
+    progress = show if sys.stderr.isatty() else None
     reports = worker.run(args.name, task=args.task, until_caught_up=args.until_caught_up, progress=progress,
                          skip_missing_task=args.skip_missing_task)
     if progress:
@@ -183,31 +181,20 @@ def cmd_plugins_list(args) -> int:
 
 
 def cmd_plugins_config(args) -> int:
+    from ingest.reference import KEY_COLUMNS, find_plugin, key_row, plugin_definition
+
     registry = default_registry()
-    info = None
-    for kind in PluginKind:
-        info = registry.find(kind, args.plugin)
-        if info:
-            break
+    info = find_plugin(registry, args.plugin)
     if info is None:
         known = ", ".join(i.class_name for i in registry.plugins())
         raise ConfigError([Problem(None, f"unknown plugin '{args.plugin}'; known plugins: {known}")])
-    definition = info.cls.config_def()
-    if info.kind in (PluginKind.SOURCE, PluginKind.SINK):
-        definition = common_config_def(info.cls.kind).merge(definition)
-    rows = []
-    for key in definition.keys.values():
-        default = "(required)" if key.default is NO_DEFAULT else ("null" if key.default is None else
-                                                                   format_value(key.default) or '""')
-        if key.type is Type.PASSWORD and key.default not in (NO_DEFAULT, None):
-            default = "[hidden]"
-        rows.append([key.name, key.type.value, default, key.importance.value, key.describe_validator(),
-                     key.group or "", key.doc])
+    rows = [key_row(key) for key in plugin_definition(info).keys.values()]
     if args.json:
-        _print_json([dict(zip(["name", "type", "default", "importance", "validator", "group", "doc"], r)) for r in rows])
+        _print_json(rows)
     else:
         print(f"{info.class_name} ({info.kind.label})\n")
-        print(_table(rows, ["NAME", "TYPE", "DEFAULT", "IMPORTANCE", "VALID VALUES", "GROUP", "DOCUMENTATION"]))
+        print(_table([[r[c] for c in KEY_COLUMNS] for r in rows],
+                     ["NAME", "TYPE", "DEFAULT", "IMPORTANCE", "VALID VALUES", "GROUP", "DOCUMENTATION"]))
     return 0
 
 
