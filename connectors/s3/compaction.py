@@ -87,7 +87,7 @@ def compact(worker, name: str, sink_class: type, *, min_age_ms: int = 3_600_000,
             log.planned(current, {"groups": [g.to_json() for g in plan]})
         crash_point("plan")
         for group in plan:
-            _merge(store, group, config[C.DIRECTORY_DELIM])
+            _merge(store, group, C.S3SinkSettings.from_config(config).directory_delim)
         crash_point("merge")
         summary = _summary(plan, dry_run=False)
         log.committed(current, summary)
@@ -104,9 +104,10 @@ def _plan(worker, name: str, config, store, min_age_ms: int, target_bytes: int) 
     committed offset, each run up to `target_bytes`."""
     committed = {(e.partition["kafka_topic"], e.partition["kafka_partition"]): e.offset["kafka_offset"]
                  for e in worker.stores.offsets.committed(f"connect-{name}").values()}
-    d, f = config[C.DIRECTORY_DELIM], config[C.FILE_DELIM]
+    settings = C.S3SinkSettings.from_config(config)
+    d, f = settings.directory_delim, settings.file_delim
     now = int(time.time() * 1000)
-    listed = store.list_info(config[C.TOPICS_DIR] + d)
+    listed = store.list_info(settings.topics_dir + d)
     by_dir: dict[str, list[tuple[str, int, int]]] = {}
     for key, size, modified in listed:
         directory, _, _ = key.rpartition(d)

@@ -4,9 +4,12 @@ declares its own (`config_def`), merged here through the registry."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ingest.config.configdef import ConfigDef, Importance, Range, Type, ValidString
+from ingest.config.connector import ERRORS_TOLERANCE
+from ingest.config.settings import Settings, setting
 from ingest.errors import Problem
 from ingest.registry import PluginKind, default_registry
 
@@ -92,6 +95,29 @@ def s3_sink_config_def() -> ConfigDef:
         for info in registry.plugins(kind):
             definition = definition.merge(info.cls.config_def())
     return definition
+
+
+@dataclass(frozen=True)
+class S3SinkSettings(Settings):
+    """The keys the S3 sink and its compaction read, typed (the store's, partitioners' and formats' keys are
+    read by the store, partitioner and format the sink builds)."""
+
+    partitioner_class: str = setting(PARTITIONER_CLASS)
+    format_class: str = setting(FORMAT_CLASS)
+    keys_format_class: str = setting(KEYS_FORMAT_CLASS)
+    headers_format_class: str = setting(HEADERS_FORMAT_CLASS)
+    store_keys: bool = setting(STORE_KAFKA_KEYS)
+    store_headers: bool = setting(STORE_KAFKA_HEADERS)
+    null_values: str = setting(BEHAVIOR_ON_NULL_VALUES, str.lower)
+    flush_size: int = setting(FLUSH_SIZE)
+    rotate_interval_ms: int = setting(ROTATE_INTERVAL_MS)
+    rotate_schedule_interval_ms: int = setting(ROTATE_SCHEDULE_INTERVAL_MS)
+    topics_dir: str = setting(TOPICS_DIR)
+    directory_delim: str = setting(DIRECTORY_DELIM)
+    file_delim: str = setting(FILE_DELIM)
+    zero_pad_width: int = setting(ZERO_PAD_WIDTH)
+    append_late_data: bool = setting(APPEND_LATE_DATA)
+    tolerate: bool = setting(ERRORS_TOLERANCE, lambda v: (v or "none") == "all")
 
 
 def check(values: dict[str, Any]) -> list[Problem]:

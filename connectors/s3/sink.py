@@ -49,11 +49,12 @@ def deterministic(config) -> list[str]:
     from connectors.storage.timebased import TIMESTAMP_EXTRACTOR_CLASS_CONFIG as TIMESTAMP_EXTRACTOR
 
     reasons = []
-    partitioner = default_registry().find(PluginKind.PARTITIONER, config[C.PARTITIONER_CLASS])
+    settings = C.S3SinkSettings.from_config(config)
+    partitioner = default_registry().find(PluginKind.PARTITIONER, settings.partitioner_class)
     if partitioner is not None and _time_based(partitioner.cls, config) and \
             (config[TIMESTAMP_EXTRACTOR] or "").lower() == "wallclock":
         reasons.append(f"{TIMESTAMP_EXTRACTOR}=Wallclock puts records in time partitions by when the batch runs")
-    if config[C.ROTATE_SCHEDULE_INTERVAL_MS] > 0:
+    if settings.rotate_schedule_interval_ms > 0:
         reasons.append(f"{C.ROTATE_SCHEDULE_INTERVAL_MS} commits objects by the wall clock")
     return reasons
 
@@ -71,6 +72,7 @@ class S3SinkConnector(SinkConnector):
     """Writes topics to S3 (or any S3-compatible store, or a local directory) as objects, exactly once."""
 
     aliases = ("io.confluent.connect.s3.S3SinkConnector", "S3Sink")
+    settings_class = C.S3SinkSettings
 
     @classmethod
     def config_def(cls) -> ConfigDef:
@@ -135,6 +137,7 @@ def _store(config):
 class S3SinkTask(SinkTask):
     def __init__(self, config, context):
         super().__init__(config, context)
+        self.settings = C.S3SinkSettings.from_config(config)
         self._next: dict[tuple[str, int], OffsetAndMetadata] = {}
 
     def prepare(self, ranges: list[TopicRange]) -> dict[str, Any]:
@@ -151,9 +154,9 @@ class S3SinkTask(SinkTask):
         partitioner = _plugin(PluginKind.PARTITIONER, C.PARTITIONER_CLASS, config)
         value_format = _plugin(PluginKind.FORMAT, C.FORMAT_CLASS, config)
         kinds = [("v", value_format, VALUE)]
-        if config[C.STORE_KAFKA_KEYS]:
+        if self.settings.store_keys:
             kinds.append((KEY_PAYLOAD, _plugin(PluginKind.FORMAT, C.KEYS_FORMAT_CLASS, config), KEY))
-        if config[C.STORE_KAFKA_HEADERS]:
+        if self.settings.store_headers:
             kinds.append((HEADER_PAYLOAD, _plugin(PluginKind.FORMAT, C.HEADERS_FORMAT_CLASS, config), HEADERS))
         self._abort_incomplete(store, ranges)
 
@@ -215,8 +218,7 @@ class S3SinkTask(SinkTask):
         """The writer's input columns for one batch (see connectors/s3/writer.py)."""
         df = batch.df
         nulls = df[VALUE].isNull()
-        behavior = self.config[C.BEHAVIOR_ON_NULL_VALUES].lower()
-        if behavior == "ignore":  # Confluent skips them before its writer sees them
+        if self.settings.null_values == "ignore":  # Confluent skips them before its writer sees them
             df = df.filter(~nulls)
             batch = batch.with_df(df)
         enc = partitioner.encode(batch)
@@ -246,23 +248,20 @@ class S3SinkTask(SinkTask):
         return out
 
     def _plan(self, store, parts, partitioner, prepared, ranges: list[TopicRange]) -> WriterPlan:
-        config = self.config
+        s = self.settings
         schedule_zone = None
-        if config[C.ROTATE_SCHEDULE_INTERVAL_MS] > 0:
+        if s.rotate_schedule_interval_ms > 0:
             from connectors.storage.joda import zone
             from connectors.storage.timebased import TIMEZONE_CONFIG
 
-            schedule_zone = zone(config[TIMEZONE_CONFIG] or "UTC")
+            schedule_zone = zone(self.config[TIMEZONE_CONFIG] or "UTC")
         return WriterPlan(
-            store=store, parts=parts, flush_size=config[C.FLUSH_SIZE],
-            rotate_interval_ms=config[C.ROTATE_INTERVAL_MS],
-            rotate_schedule_interval_ms=config[C.ROTATE_SCHEDULE_INTERVAL_MS],
-            topics_dir=config[C.TOPICS_DIR], directory_delim=config[C.DIRECTORY_DELIM],
-            file_delim=config[C.FILE_DELIM], zero_pad_width=config[C.ZERO_PAD_WIDTH],
+            store=store, parts=parts, flush_size=s.flush_size, rotate_interval_ms=s.rotate_interval_ms,
+            rotate_schedule_interval_ms=s.rotate_schedule_interval_ms, topics_dir=s.topics_dir,
+            directory_delim=s.directory_delim, file_delim=s.file_delim, zero_pad_width=s.zero_pad_width,
             now_ms=int(prepared.get(NOW_MS) or time.time() * 1000),
             time_partitioning=partitioner.time_partitioning, schedule_zone=schedule_zone,
-            append_late_data=config[C.APPEND_LATE_DATA],
-            tolerate=(config["errors.tolerance"] or "none") == "all",
+            append_late_data=s.append_late_data, tolerate=s.tolerate,
             next_rotation={f"{r.topic}-{r.partition}": int(r.metadata[NEXT_ROTATION]) for r in ranges
                            if r.metadata and r.metadata.get(NEXT_ROTATION) is not None},
             seen_until={f"{r.topic}-{r.partition}": int(r.metadata[SEEN_UNTIL]) for r in ranges
@@ -272,11 +271,11 @@ class S3SinkTask(SinkTask):
     def _abort_incomplete(self, store, ranges: list[TopicRange]) -> None:
         """Uploads a crashed batch left unfinished, of this task's topic partitions only (other tasks may be
         writing theirs under the same directories)."""
-        d, f = self.config[C.DIRECTORY_DELIM], self.config[C.FILE_DELIM]
+        d, f = self.settings.directory_delim, self.settings.file_delim
         for topic in sorted({r.topic for r in ranges}):
             mine = {r.partition for r in ranges if r.topic == topic}
             name = re.compile(re.escape(f"{topic}{f}") + r"(\d+)" + re.escape(f))
-            prefix = f"{self.config[C.TOPICS_DIR]}{d}{topic}{d}"
+            prefix = f"{self.settings.topics_dir}{d}{topic}{d}"
 
             def ours(key: str, name=name, mine=mine) -> bool:
                 m = name.match(key.rsplit(d, 1)[-1])
