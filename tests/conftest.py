@@ -218,20 +218,3 @@ def _fork_cli(argv, args, env, stdin, timeout) -> subprocess.CompletedProcess | 
     if not _zygote.accepts(env):
         return None
     return _zygote.run(argv, args, env, stdin, timeout)
-
-
-def kill_at_each_step(worker: Path, name: str, steps, env: dict[str, str] | None = None) -> None:
-    """Kill connector `name` after each of `steps` in turn: the first run is killed after steps[0], and each
-    run after it resumes the batch the one before left and is killed one step further on. Every kill is a
-    real CLI process ended with os._exit. The caller makes the last run (in this process) and compares
-    what it left with a run that never crashed.
-
-    One chain instead of a test per step (each a fresh lake, a kill and a run after it): the same kills
-    for about half the runs. A step the resumed run does not reach fails here, naming it."""
-    from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT
-
-    for step in steps:
-        r = cli("run", name, worker=worker, env={**(env or {}), CRASH_ENV: step})
-        assert r.returncode == CRASH_EXIT, f"the kill after step '{step}' did not happen: exit {r.returncode}\n{r.stderr}"
-        # the driver's own step names itself; a step inside a Spark task kills the driver through it
-        assert f"killed after step '{step.partition(':')[0]}'" in r.stderr or "killed by a task" in r.stderr, r.stderr

@@ -169,7 +169,8 @@ def test_an_avro_batch_killed_at_every_step_writes_what_a_clean_run_writes(tmp_p
     """The schema is registered while the batch converts, before anything is written: a run killed after any
     step, resumed, finds the same id (registration is idempotent) and writes the same bytes."""
     from ingest.runtime.faults import SOURCE_STEPS
-    from tests.conftest import kill_at_each_step, run_here
+    from tests.conftest import run_here
+    from tests.crash_kit import kill_at_each_step
     from tests.runtime.helpers import topic_rows
 
     db = _shop(tmp_path, "id INTEGER PRIMARY KEY, item VARCHAR(20) NOT NULL", [(1, "book"), (2, "pen")])

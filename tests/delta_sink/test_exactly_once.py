@@ -10,6 +10,7 @@ it is made in this process, to spare a JVM start.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from deltalake import DeltaTable
 
 from connectors.delta_sink.sink import FILES_WRITTEN, TABLE_COMMITTED
 from ingest.runtime.faults import SINK_STEPS
-from tests.conftest import kill_at_each_step, write_worker
+from tests.conftest import write_worker
+from tests.crash_kit import Scenario, check_exactly_once, clean_state
 from tests.delta_sink._support import committed_offsets, make_worker, produce, sink_config, worker_of
 from tests.delta_sink.test_debezium import FIRST, SECOND
 
@@ -57,20 +59,25 @@ def _state(worker_file: Path):
     return tables, committed_offsets(worker_file, "cdc")
 
 
+def _finish(worker_file: Path, name: str) -> list:
+    reports = worker_of(worker_file).run(name)
+    assert not reports[0].resumed  # killed after "done": the batch was complete
+    return reports
+
+
+def _scenario(prepared: Path) -> Scenario:
+    """Killed after every step in turn, each run resuming the batch the one before left (the run after
+    the kill between the two tables' commits finds the first table done and writes the second)."""
+    return Scenario("cdc", lambda root: _copy(prepared, root), _state, CRASHES, finish=_finish)
+
+
 @pytest.fixture(scope="module")
 def baseline(prepared, tmp_path_factory):
-    worker_file = _copy(prepared, tmp_path_factory.mktemp("delta-eo-clean"))
-    worker_of(worker_file).run("cdc")
-    state = _state(worker_file)
+    state = clean_state(replace(_scenario(prepared), finish=lambda w, name: worker_of(w).run(name)),
+                        tmp_path_factory.mktemp("delta-eo-clean"))
     assert all(len(rows) == 5 for rows, _, _ in state[0].values())
     return state
 
 
 def test_killed_after_each_step_then_run_again(tmp_path, prepared, baseline):
-    """Killed after every step in turn, each run resuming the batch the one before left (the run after
-    the kill between the two tables' commits finds the first table done and writes the second)."""
-    worker_file = _copy(prepared, tmp_path)
-    kill_at_each_step(worker_file, "cdc", CRASHES)
-    reports = worker_of(worker_file).run("cdc")
-    assert not reports[0].resumed  # killed after "done": the batch was complete
-    assert _state(worker_file) == baseline
+    check_exactly_once(_scenario(prepared), tmp_path, baseline)

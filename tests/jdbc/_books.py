@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
+from ingest.runtime.faults import SOURCE_STEPS
 from tests.conftest import cli, cli_here, run_here, write_worker
+from tests.crash_kit import kill_at_each_step
 from tests.runtime.helpers import topic_commits, topic_rows
 
 # The book's DDL and rows (ch. 5), with the book's timestamp value made explicit.
@@ -210,14 +211,8 @@ def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mod
     crashed = start("crashed", config)
     run_here(crashed.worker, CRASH_CONNECTOR)
     crashed.sql(SECOND_BATCH)
-    for step in SOURCE_STEPS:
-        r = cli("run", CRASH_CONNECTOR, worker=crashed.worker, env={CRASH_ENV: step})
-        assert r.returncode == CRASH_EXIT, f"crash at {step}: exit {r.returncode}\n{r.stderr}"
-        assert f"killed after step '{step}'" in r.stderr
-        if step != SOURCE_STEPS[0]:
-            assert "resuming batch 2, planned by an interrupted run" in r.stderr, r.stderr
-        if step == spec.late_after:
-            crashed.sql([LATE_BOOK])
+    kill_at_each_step(crashed.worker, CRASH_CONNECTOR, SOURCE_STEPS, batch=2,
+                      after_each=lambda step: crashed.sql([LATE_BOOK]) if step == spec.late_after else None)
     (report,) = run_here(crashed.worker, CRASH_CONNECTOR)
     assert (report.batch_id, report.records) == (3, spec.third), report.summary()
     assert _state(crashed) == expected

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT
 from ingest.runtime.runner import MANY_TOPICS
 from ingest.topics import TopicTable, list_topics
-from tests.conftest import cli, cli_here, write_worker
+from tests.conftest import cli_here, write_worker
+from tests.crash_kit import kill_at_each_step
 
 TABLES = MANY_TOPICS + 2
 
@@ -40,8 +40,10 @@ def _setup(base: Path) -> tuple[Path, Path]:
 
 def _run(worker: Path, crash: str | None = None) -> str:
     """A run's log: a CLI process when killed, else in this process (tests/conftest.py `run_here`)."""
-    r = cli("run", "many", worker=worker, env={CRASH_ENV: crash}) if crash else cli_here("run", "many", worker=worker)
-    assert r.returncode == (CRASH_EXIT if crash else 0), r.stderr[-3000:]
+    if crash:
+        return kill_at_each_step(worker, "many", [crash])[crash]
+    r = cli_here("run", "many", worker=worker)
+    assert r.returncode == 0, r.stderr[-3000:]
     return r.stderr
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from ingest.runtime.faults import CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli, cli_here, run_here, write_worker
+from ingest.runtime.faults import SOURCE_STEPS
+from tests.conftest import cli_here, run_here, write_worker
+from tests.crash_kit import kill_at_each_step
 from tests.runtime.helpers import topic_commits, topic_rows
 
 DDL = {
@@ -126,9 +127,7 @@ def _run(worker: Path, name: str = "x", crash: str | None = None) -> None:
     if crash is None:
         run_here(worker, name)
         return
-    r = cli("run", name, worker=worker, env={"LAKECONNECT_CRASH_AT": crash})
-    assert r.returncode == CRASH_EXIT, r.stderr
-    assert f"killed after step '{crash}'" in r.stderr, r.stderr
+    kill_at_each_step(worker, name, [crash])
 
 
 def _events(lake: Path) -> list[tuple]:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli, cli_here, run_here, write_worker
+from ingest.runtime.faults import SOURCE_STEPS
+from tests.conftest import cli_here, run_here, write_worker
+from tests.crash_kit import kill_at_each_step
 
 pytestmark = pytest.mark.services
 ROWS = 60  # first batch; the second adds as many
@@ -91,10 +92,8 @@ class Setup:
         r = cli_here("connectors", "create", str(config), worker=self.worker)
         assert r.returncode == 0, r.stderr
 
-    def run(self, crash: str | None = None):
-        """A killed run is a CLI process (its exit code and messages); the others run here (their reports)."""
-        if crash:
-            return cli("run", "eos", worker=self.worker, env={CRASH_ENV: crash})
+    def run(self):
+        """In this process (its reports); the killed runs are the crash kit's CLI processes."""
         return run_here(self.worker, "eos")
 
     def records(self) -> dict[int, list[tuple[bytes, bytes]]]:
@@ -113,8 +112,7 @@ def _two_batches(setup: Setup, crash: str | None) -> None:
     setup.run()
     _insert(setup.db, ROWS, ROWS)
     if crash:
-        r = setup.run(crash)
-        assert r.returncode == CRASH_EXIT, (crash, r.returncode, r.stderr[-3000:])
+        kill_at_each_step(setup.worker, "eos", [crash])
         assert any(report.resumed for report in setup.run())
     else:
         setup.run()
@@ -136,12 +134,7 @@ def test_killed_after_each_step_in_turn_then_run_again(tmp_path, kafka, referenc
     setup = Setup(tmp_path / "run", kafka)
     setup.run()
     _insert(setup.db, ROWS, ROWS)
-    for step in SOURCE_STEPS:
-        r = setup.run(step)
-        assert r.returncode == CRASH_EXIT, (step, r.returncode, r.stderr[-3000:])
-        assert f"killed after step '{step}'" in r.stderr, r.stderr[-3000:]
-        if step != SOURCE_STEPS[0]:
-            assert "resuming batch 2, planned by an interrupted run" in r.stderr, r.stderr[-3000:]
+    kill_at_each_step(setup.worker, "eos", SOURCE_STEPS, batch=2)
     setup.run()  # after the kill at 'done', nothing is left to resume
     assert (setup.records(), setup.offsets()) == reference
 

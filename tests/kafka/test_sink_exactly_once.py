@@ -10,7 +10,8 @@ import pytest
 from ingest.config.worker import load_worker
 from ingest.runtime.faults import SINK_STEPS
 from ingest.topics.kafka import KafkaClients, KafkaTopic, group_offsets
-from tests.conftest import kill_at_each_step, run_here
+from tests.conftest import run_here
+from tests.crash_kit import kill_at_each_step
 from tests.kafka.test_pipeline import kafka_worker
 from tests.s3.test_book import local_objects
 from tests.s3.test_exactly_once import RECORDS, sink_config

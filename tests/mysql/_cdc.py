@@ -11,8 +11,7 @@ import pymysql
 import pytest
 
 from connectors.mysql import binlog
-from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
-from tests.conftest import cli, cli_here, write_worker
+from tests.conftest import cli_here, write_worker
 from tests.runtime.helpers import topic_rows
 
 BOOK_TABLE = """CREATE TABLE kafka_books (
@@ -154,27 +153,6 @@ def comparable_offsets(worker: Path, name: str) -> list[dict]:
     for entry in found:
         assert isinstance(entry["offset"].pop("ts_sec"), int)
     return found
-
-
-def crash_each_step(worker: Path, name: str, batch: int, between=None, after_each=None) -> dict[str, str]:
-    """Run connector `name` killed after each step of batch `batch` in turn, each run resuming the batch and
-    getting one step further; each run's stderr by the step it was killed after. `between` runs once the
-    batch is planned (a change it makes belongs to a later batch); `after_each(step)` after every kill."""
-    seen = {}
-    for step in SOURCE_STEPS:
-        r = cli("run", name, worker=worker, env={CRASH_ENV: step})
-        assert r.returncode == CRASH_EXIT, f"crash at {step}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
-        assert f"killed after step '{step}'" in r.stderr, r.stderr
-        if step != SOURCE_STEPS[0]:
-            assert f"resuming batch {batch}, planned by an interrupted run" in r.stderr, r.stderr
-        else:
-            assert "planned by an interrupted run" not in r.stderr, r.stderr
-            if between:
-                between()
-        if after_each:
-            after_each(step)
-        seen[step] = r.stderr
-    return seen
 
 
 def purge_binlog_through(db, *changes: str) -> list[str]:

@@ -9,8 +9,10 @@ import json
 import pytest
 from deltalake import DeltaTable
 
+from ingest.runtime.faults import SOURCE_STEPS
+from tests.crash_kit import kill_at_each_step
 from tests.mysql._cdc import (
-    BOOK_ROWS, BOOK_TABLE, Db, comparable, comparable_offsets, connector_config, crash_each_step, create, records,
+    BOOK_ROWS, BOOK_TABLE, Db, comparable, comparable_offsets, connector_config, create, records,
     run,
 )
 from tests.runtime.helpers import topic_commits
@@ -50,11 +52,11 @@ def test_killed_at_every_step_of_a_snapshot_and_a_binlog_batch(tmp_path, service
     crashed = create(tmp_path / "crashed", "cdc", {**config, "database.server.id": "10001"})
 
     run(clean, "cdc")  # the snapshot
-    crash_each_step(crashed, "cdc", 1)
+    kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=1)
     db(*CHANGES)
     run(clean, "cdc")
     # Changes made after the crashed run planned its batch belong to the next batch.
-    crash_each_step(crashed, "cdc", 2, between=lambda: db(*LATE))
+    kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=2, between=lambda: db(*LATE))
     run(clean, "cdc")
     r = run(crashed, "cdc")
     # the late row, and its transaction's BEGIN and END

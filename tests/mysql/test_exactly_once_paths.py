@@ -19,9 +19,11 @@ from pathlib import Path
 import pymysql
 import pytest
 
+from ingest.runtime.faults import SOURCE_STEPS
 from tests.conftest import cli_here
+from tests.crash_kit import kill_at_each_step
 from tests.mysql._cdc import (
-    Db, comparable, comparable_offsets, connector_config, crash_each_step, create, offsets, payloads,
+    Db, comparable, comparable_offsets, connector_config, create, offsets, payloads,
     purge_binlog_through, run,
 )
 from tests.runtime.helpers import topic_commits
@@ -111,7 +113,7 @@ def test_resume_by_gtid_when_the_saved_file_is_gone(tmp_path, services, db):
 
     r = run(clean, "cdc")
     assert "resuming from GTID position" in r.stderr, r.stderr
-    seen = crash_each_step(crashed, "cdc", 2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
+    seen = kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
     assert "resuming from GTID position" in seen["plan"], seen["plan"]
 
     _same(tmp_path, clean, crashed, topic)
@@ -131,7 +133,7 @@ def test_when_needed_snapshot_after_the_saved_file_was_purged(tmp_path, services
 
     r = run(clean, "cdc")
     assert "has been purged: taking a new snapshot" in r.stderr, r.stderr
-    seen = crash_each_step(crashed, "cdc", 2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
+    seen = kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
     assert "has been purged: taking a new snapshot" in seen["plan"], seen["plan"]
 
     _same(tmp_path, clean, crashed, topic)
@@ -144,14 +146,14 @@ def test_no_data_first_batch_then_the_stream(tmp_path, services, db):
     clean, crashed = _pair(tmp_path, services, DB, **{"snapshot.mode": "no_data"})
     topic = f"paths.{DB}.t"
     run(clean, "cdc")  # the binlog's end, no rows
-    crash_each_step(crashed, "cdc", 1, between=lambda: db("INSERT INTO t VALUES (3, 'c')"))
+    kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=1, between=lambda: db("INSERT INTO t VALUES (3, 'c')"))
     for side in ("clean", "crashed"):
         assert not (tmp_path / side / "lake" / "topics" / topic).exists()
     assert comparable_offsets(crashed, "cdc") == comparable_offsets(clean, "cdc")
 
     db("UPDATE t SET v = 'aa' WHERE id = 1", "DELETE FROM t WHERE id = 2")
     run(clean, "cdc")
-    crash_each_step(crashed, "cdc", 2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
+    kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
 
     _same(tmp_path, clean, crashed, topic)
     # The insert made after batch 1 was planned is in batch 2; the late one in neither.
@@ -163,7 +165,7 @@ def test_never_first_batch_reads_the_binlog_from_its_oldest_file(tmp_path, servi
     clean, crashed = _pair(tmp_path, services, fresh_db.database, **{"snapshot.mode": "never"})
     topic = f"paths.{fresh_db.database}.t"
     run(clean, "cdc")
-    crash_each_step(crashed, "cdc", 1, between=lambda: fresh_db("INSERT INTO t VALUES (3, 'late')"))
+    kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=1, between=lambda: fresh_db("INSERT INTO t VALUES (3, 'late')"))
 
     _same(tmp_path, clean, crashed, topic)
     assert _changes(tmp_path / "crashed" / "lake", topic) == [(1, "c", "a"), (2, "c", "b")]
@@ -174,7 +176,7 @@ def test_initial_only_takes_the_snapshot_and_then_nothing(tmp_path, services, db
     topic = f"paths.{DB}.t"
     run(clean, "cdc")
     # The snapshot is pinned when its batch is planned: a row inserted after that is in neither snapshot.
-    crash_each_step(crashed, "cdc", 1, between=lambda: db("INSERT INTO t VALUES (3, 'late')"))
+    kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=1, between=lambda: db("INSERT INTO t VALUES (3, 'late')"))
 
     _same(tmp_path, clean, crashed, topic)
     assert _changes(tmp_path / "crashed" / "lake", topic) == [(1, "r", "a"), (2, "r", "b")]
@@ -200,7 +202,7 @@ def test_recovery_resumes_the_stream_from_the_offsets(tmp_path, services, db):
         assert r.returncode == 0, r.stderr
     db("INSERT INTO t VALUES (3, 'c')", "DELETE FROM t WHERE id = 1")
     run(clean, "cdc")
-    crash_each_step(crashed, "cdc", 2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
+    kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=2, between=lambda: db("INSERT INTO t VALUES (4, 'late')"))
 
     _same(tmp_path, clean, crashed, topic)
     assert _changes(tmp_path / "crashed" / "lake", topic) == [(1, "r", "a"), (2, "r", "b"), (3, "c", "c"),

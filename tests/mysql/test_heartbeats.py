@@ -9,8 +9,8 @@ import time
 import pytest
 
 from connectors.mysql.config import HEARTBEAT_AT
-from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT
-from tests.conftest import cli, cli_here
+from tests.conftest import cli_here
+from tests.crash_kit import kill_at_each_step
 from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, run
 
 DB = "lc_cdc_beats"
@@ -65,8 +65,7 @@ def test_an_idle_binlog_still_beats_once_the_interval_has_passed(tmp_path, servi
     time.sleep(1.2)
     # Nothing in the binlog since: a heartbeat batch, at the same position. Killed after its write, the
     # run after it commits that heartbeat once.
-    r = cli("run", "beats", worker=worker, env={CRASH_ENV: "write"})
-    assert r.returncode == CRASH_EXIT, r.stderr
+    kill_at_each_step(worker, "beats", ["write"])
     run(worker, "beats")
     beats = payloads(lake, BEATS)
     idle = offsets(worker, "beats")[0]["offset"]

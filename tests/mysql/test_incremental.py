@@ -10,8 +10,9 @@ import logging
 
 import pytest
 
-from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT, SOURCE_STEPS
+from ingest.runtime.faults import SOURCE_STEPS
 from tests.conftest import cli
+from tests.crash_kit import kill_at_each_step
 from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, run
 
 DB = "lc_cdc_inc"
@@ -81,9 +82,7 @@ def test_incremental_snapshot_with_concurrent_changes_pause_stop_and_crashes(tmp
 
     db("UPDATE t SET v = 'changed' WHERE id = 30", "DELETE FROM t WHERE id = 35", "INSERT INTO t VALUES (41, 'new')")
     run(clean, "inc")
-    for step in SOURCE_STEPS:  # the second chunk batch, killed after each step in turn
-        r = cli("run", "inc", worker=crashed, env={CRASH_ENV: step})
-        assert r.returncode == CRASH_EXIT, f"crash at {step}: {r.stderr}"
+    kill_at_each_step(crashed, "inc", SOURCE_STEPS)  # the second chunk batch, killed after each step in turn
     _signal(db, "pause-1", "pause-snapshot", None)
     for worker in (clean, crashed):
         run(worker, "inc")  # reads the pause signal (and the batch the crashed one finished)

@@ -10,8 +10,7 @@ import json
 import pytest
 from deltalake import DeltaTable
 
-from ingest.runtime.faults import CRASH_ENV, CRASH_EXIT
-from tests.conftest import cli
+from tests.crash_kit import kill_at_each_step
 from tests.mysql._cdc import Db, connector_config, create, offsets, payloads, records, run
 
 pytestmark = pytest.mark.both_row_metadata  # NO_LOG (the server's default), then FULL: conftest.py
@@ -64,8 +63,7 @@ def test_alters_in_one_batch_schema_changes_history_and_heartbeats(tmp_path, ser
        "ALTER TABLE t CHANGE COLUMN v title VARCHAR(40), DROP COLUMN n",
        "UPDATE t SET title = 'bb' WHERE id = 2")
     # Killed after the write: the resumed batch records the history and the events once.
-    r = cli("run", "cdc", worker=worker, env={CRASH_ENV: "write"})
-    assert r.returncode == CRASH_EXIT, r.stderr
+    kill_at_each_step(worker, "cdc", ["write"])
     run(worker, "cdc")
 
     events = [v for _, v in payloads(lake, TOPIC)]

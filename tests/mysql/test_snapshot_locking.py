@@ -15,8 +15,10 @@ import pymysql
 import pytest
 
 from connectors.mysql import binlog, catalog
+from ingest.runtime.faults import SOURCE_STEPS
+from tests.crash_kit import kill_at_each_step
 from tests.mysql._cdc import (
-    Db, comparable, comparable_offsets, connector_config, crash_each_step, create, payloads, purge_binlog_through,
+    Db, comparable, comparable_offsets, connector_config, create, payloads, purge_binlog_through,
     run,
 )
 from tests.runtime.helpers import topic_commits
@@ -88,7 +90,7 @@ def test_each_locking_mode_killed_at_every_step_of_the_snapshot(tmp_path, servic
                 "none": "locks: none", "table-locks": "locks: read locks on 1 tables (global read lock refused: "
                                                       "Lock wait timeout exceeded"}[mode]
     assert expected in r.stderr, r.stderr
-    seen = crash_each_step(crashed, "cdc", 1, between=lambda: db("INSERT INTO t VALUES (3, 'late')"),
+    seen = kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=1, between=lambda: db("INSERT INTO t VALUES (3, 'late')"),
                            after_each=lambda step: _no_lock_left(services, other=mode != "table-locks"))
     assert expected in seen["plan"], seen["plan"]
     a, b = tmp_path / "clean" / "lake", tmp_path / "crashed" / "lake"

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from tests.conftest import cli, cli_here, kill_at_each_step, run_here, write_worker
+from tests.conftest import cli, cli_here, run_here, write_worker
+from tests.crash_kit import kill_at_each_step
 from tests.runtime.helpers import topic_rows
 
 VALUES = ['{"a":1}', "not json", '{"a":2}', "{broken", '{"a":3}']

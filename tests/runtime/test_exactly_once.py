@@ -7,13 +7,15 @@ this process (tests/conftest.py `run_here` says why).
 """
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ingest.runtime.faults import SINK_STEPS, SOURCE_STEPS
 from ingest.runtime.lease import Lease
-from tests.conftest import cli, cli_here, kill_at_each_step, run_here, write_worker
+from tests.conftest import cli, cli_here, run_here, write_worker
+from tests.crash_kit import Scenario, check_exactly_once, clean_state, kill_at_each_step
 from tests.runtime.helpers import topic_commits, topic_rows
 
 LINES = [f"line {i} " + "x" * (i % 7) for i in range(500)]
@@ -39,46 +41,49 @@ def _source_state(lake: Path, worker: Path):
     return topic_rows(lake, "lines"), offsets
 
 
-@pytest.fixture(scope="module")
-def source_baseline(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("baseline")
-    lake, worker, source = _setup_source(tmp, "clean")
+def _source_at_second_batch(root: Path) -> Path:
+    """A lake whose source has run its first batch, with the second batch's lines in the file."""
+    _, worker, source = _setup_source(root, "lake")
     run_here(worker, "src")
     with open(source, "a") as f:
         f.write("\n".join(LINES[300:]) + "\n")
-    run_here(worker, "src")
+    return worker
+
+
+def _source_scenario_state(worker: Path):
+    lake = worker.parent / "lake"
     return _source_state(lake, worker), topic_commits(lake, "lines")
 
 
+def _finish_complete(worker: Path, name: str) -> list:
+    reports = run_here(worker, name)
+    assert not reports[0].resumed  # killed after "done": the batch was complete
+    return reports
+
+
+# The second batch (it appends to a topic the first made) killed after every step in turn.
+SOURCE = Scenario("src", _source_at_second_batch, _source_scenario_state, SOURCE_STEPS)
+
+
+@pytest.fixture(scope="module")
+def source_baseline(tmp_path_factory):
+    return clean_state(SOURCE, tmp_path_factory.mktemp("baseline"))
+
+
 def test_source_killed_after_each_step_of_a_batch(tmp_path, source_baseline):
-    """The second batch (it appends to a topic the first made) killed after every step in turn."""
-    expected, expected_commits = source_baseline
-    lake, worker, source = _setup_source(tmp_path, "crash")
-    run_here(worker, "src")
-    with open(source, "a") as f:
-        f.write("\n".join(LINES[300:]) + "\n")
-    kill_at_each_step(worker, "src", SOURCE_STEPS)
-    assert not run_here(worker, "src")[0].resumed  # killed after "done": the batch was complete
-    _check_source(lake, worker, expected, expected_commits)
+    (rows, _), _ = check_exactly_once(replace(SOURCE, finish=_finish_complete), tmp_path, source_baseline)
+    assert len(rows) == len(LINES) and len({(r[0], r[1]) for r in rows}) == len(LINES)
 
 
 def test_source_killed_around_the_first_commit_of_a_topic(tmp_path, source_baseline):
     """The first batch, which creates the topic, killed after the steps around its first commit."""
-    expected, expected_commits = source_baseline
-    lake, worker, source = _setup_source(tmp_path, "crash")
-    kill_at_each_step(worker, "src", ["plan", "write", "commit"])
+    lake, worker, source = _setup_source(tmp_path, "lake")
+    kill_at_each_step(worker, "src", ["plan", "write", "commit"], batch=1)
     assert run_here(worker, "src")[0].resumed
     with open(source, "a") as f:
         f.write("\n".join(LINES[300:]) + "\n")
     run_here(worker, "src")
-    _check_source(lake, worker, expected, expected_commits)
-
-
-def _check_source(lake: Path, worker: Path, expected, expected_commits) -> None:
-    assert _source_state(lake, worker) == expected
-    assert topic_commits(lake, "lines") == expected_commits
-    rows = expected[0]
-    assert len(rows) == len(LINES) and len({(r[0], r[1]) for r in rows}) == len(LINES)
+    assert _source_scenario_state(worker) == source_baseline
 
 
 def _setup_sink(tmp_path: Path, tag: str, spark):
@@ -100,22 +105,23 @@ def _setup_sink(tmp_path: Path, tag: str, spark):
     return lake, worker, out
 
 
+def _sink_state(worker: Path):
+    return (worker.parent / "sink.out").read_text(), json.loads(cli_here("offsets", "list", "snk", worker=worker).stdout)
+
+
+def _sink_scenario(spark) -> Scenario:
+    return Scenario("snk", lambda root: _setup_sink(root, "lake", spark)[1], _sink_state, SINK_STEPS,
+                    finish=_finish_complete)
+
+
 @pytest.fixture(scope="module")
 def sink_baseline(tmp_path_factory, spark):
-    tmp = tmp_path_factory.mktemp("sinkbase")
-    lake, worker, out = _setup_sink(tmp, "clean", spark)
-    run_here(worker, "snk")
-    return out.read_text(), json.loads(cli_here("offsets", "list", "snk", worker=worker).stdout)
+    return clean_state(_sink_scenario(spark), tmp_path_factory.mktemp("sinkbase"))
 
 
 def test_sink_killed_after_each_step_of_a_batch(tmp_path, spark, sink_baseline):
-    expected_file, expected_offsets = sink_baseline
-    lake, worker, out = _setup_sink(tmp_path, "crash", spark)
-    kill_at_each_step(worker, "snk", SINK_STEPS)
-    assert not run_here(worker, "snk")[0].resumed  # killed after "done": the batch was complete
-    assert out.read_text() == expected_file
-    assert json.loads(cli_here("offsets", "list", "snk", worker=worker).stdout) == expected_offsets
-    assert len(expected_file.splitlines()) == 200
+    written, _ = check_exactly_once(_sink_scenario(spark), tmp_path, sink_baseline)
+    assert len(written.splitlines()) == 200
 
 
 def test_second_concurrent_run_refuses_cleanly(tmp_path):

@@ -16,8 +16,9 @@ import boto3
 import pytest
 
 from ingest.config.worker import load_worker
-from ingest.runtime.faults import CRASH_EXIT, SINK_STEPS
-from tests.conftest import cli, kill_at_each_step, run_here, write_worker
+from ingest.runtime.faults import SINK_STEPS
+from tests.conftest import cli, write_worker
+from tests.crash_kit import Scenario, check_exactly_once, clean_state, kill_at_each_step
 from tests.s3._book import ORDER_SCHEMA
 from tests.s3.test_book import aws_env, local_objects, s3_objects
 
@@ -54,16 +55,18 @@ def _prepare(root, spark, config: dict):
     return worker_file
 
 
-def _local_run(root, spark, crashes: list[str]):
+def _local_scenario(spark, crashes) -> Scenario:
     """The sink on a local store, killed after each of `crashes` in turn, then run to its end."""
-    store = root / "objects"
-    (store / "exports").mkdir(parents=True)
-    worker = _prepare(root, spark, {"store.url": store.as_uri()})
-    kill_at_each_step(worker, "s3sink", crashes)
-    run_here(worker, "s3sink")
-    objects = local_objects(store / "exports")
-    assert not [k for k in objects if "/." in k or k.startswith(".")], "a temporary upload was left behind"
-    return objects, _offsets(worker)
+    def prepare(root):
+        (root / "objects" / "exports").mkdir(parents=True)
+        return _prepare(root, spark, {"store.url": (root / "objects").as_uri()})
+
+    def state(worker):
+        objects = local_objects(worker.parent / "objects" / "exports")
+        assert not [k for k in objects if "/." in k or k.startswith(".")], "a temporary upload was left behind"
+        return objects, _offsets(worker)
+
+    return Scenario("s3sink", prepare, state, crashes)
 
 
 def _offsets(worker_file) -> dict[int, int]:
@@ -75,19 +78,19 @@ def _offsets(worker_file) -> dict[int, int]:
 
 @pytest.fixture(scope="module")
 def local_baseline(tmp_path_factory, spark):
-    objects, committed = _local_run(tmp_path_factory.mktemp("s3clean"), spark, [])
+    objects, committed = clean_state(_local_scenario(spark, []), tmp_path_factory.mktemp("s3clean"))
     # 240 records over 5 partitions, 9 a commit: some held back in every partition that has records
     assert objects and sum(len(v.splitlines()) for k, v in objects.items() if k.endswith(".json")) < 240
     return objects, committed
 
 
 def test_local_store_killed_after_each_step(tmp_path, spark, local_baseline):
-    assert _local_run(tmp_path, spark, list(SINK_STEPS)) == local_baseline
+    check_exactly_once(_local_scenario(spark, SINK_STEPS), tmp_path, local_baseline)
 
 
 @pytest.mark.parametrize("crash", IN_TASKS)
 def test_local_store_killed_inside_the_upload(tmp_path, spark, local_baseline, crash):
-    assert _local_run(tmp_path, spark, [crash]) == local_baseline
+    check_exactly_once(_local_scenario(spark, [crash]), tmp_path, local_baseline)
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +106,7 @@ def _s3_run(root, spark, endpoint, crash: str | None):
     # and the values' too: the multipart path is covered by tests/storage.
     worker = _prepare(root, spark, {"s3.bucket.name": bucket, "store.url": endpoint})
     if crash:
-        r = cli("run", "s3sink", worker=worker, env={**aws_env(endpoint), "LAKECONNECT_CRASH_AT": crash})
-        assert r.returncode == CRASH_EXIT, r.stdout + r.stderr
+        kill_at_each_step(worker, "s3sink", [crash], aws_env(endpoint))
     r = cli("run", "s3sink", worker=worker, env=aws_env(endpoint))
     assert r.returncode == 0, r.stderr
     assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
