@@ -29,7 +29,7 @@ def _configure_logging(debug: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ingest.cli import commands, maintenance, rest, topics
+    from ingest.cli import commands, maintenance, rest, topics, worker
 
     parser = argparse.ArgumentParser(prog="lakeconnect", description="Kafka Connect's connectors as batch jobs on "
                                      "Spark, with topics and state in Delta tables.")
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.register(sub)
     maintenance.register(sub)
     rest.register(sub)
+    worker.register(sub)
     return parser
 
 

@@ -12,7 +12,7 @@ from ingest.cli import jobs
 from ingest.config.loader import load_connector_file, parse_json
 from ingest.errors import ConfigError, Problem
 from ingest.registry import PluginKind, default_registry
-from ingest.state.stores import PAUSED, RUNNING, STOPPED
+from ingest.state.states import PAUSED, RUNNING, STOPPED
 
 
 def worker_for(args):
@@ -141,6 +141,11 @@ def cmd_validate(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from ingest.cli.delegate import worker_url
+
+    url = worker_url(args.worker)
+    if url:
+        return _run_on_worker(args, url)
     worker = worker_for(args)
     def show(step: str) -> None:
         sys.stderr.write(f"\r  {args.name}: {step} done".ljust(60))
@@ -159,6 +164,24 @@ def cmd_run(args) -> int:
         print(json.dumps({"connector": args.name, "task": args.task, "outcome": "NOT_RUN", "target_state": state,
                           "reason": why}) if args.json else f"{args.name}: not run ({why})")
     return 0
+
+
+def _run_on_worker(args, url: str) -> int:
+    """The run, by the long-running worker at `url`: the same lines, reports and exit code as one run here."""
+    from ingest.cli.delegate import run_remote
+
+    def on_log(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def on_result(report: dict[str, Any], summary: str) -> None:
+        print(json.dumps(report) if args.json else summary, flush=True)
+
+    result = run_remote(url, args.name, task=args.task, until_caught_up=args.until_caught_up,
+                        skip_missing_task=args.skip_missing_task, on_log=on_log, on_result=on_result)
+    if result.exit_code and result.error:
+        print(f"error: {result.error}", file=sys.stderr)
+    return result.exit_code
 
 
 # --- plugins ---------------------------------------------------------------------------------------

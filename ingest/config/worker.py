@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ingest.config.configdef import Config, ConfigDef, Importance, Type, ValidString, valid_table_name
+from ingest.config.configdef import (Config, ConfigDef, Importance, Range, Type, ValidString, redact_url,
+                                     valid_table_name)
 from ingest.config.loader import load_properties_file
 from ingest.config.schedule import valid_schedule
 from ingest.errors import ConfigError, Problem
@@ -37,6 +38,12 @@ MAINTENANCE_SCHEDULE = "maintenance.schedule"
 OVERRIDE_POLICY = "lake.client.config.override.policy"
 EXACTLY_ONCE_SOURCE_SUPPORT = "exactly.once.source.support"
 MARKERS_TOPIC = "lake.kafka.batch.markers.topic"
+WORKER_URL = "worker.url"
+RUNS_MAX = "worker.runs.max"
+RUNS_QUEUE_MAX = "worker.runs.queue.max"
+SHUTDOWN_TIMEOUT_MS = "worker.shutdown.timeout.ms"
+WORKER_KEYS = (WORKER_URL, RUNS_MAX, RUNS_QUEUE_MAX, SHUTDOWN_TIMEOUT_MS)
+"""The long-running worker's own keys: `worker.` is otherwise a prefix MSK Connect blocks."""
 OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
 PRINCIPAL_KEYS = {"sasl.jaas.config", "sasl.mechanism", "security.protocol"}
 
@@ -120,12 +127,43 @@ def worker_config_def() -> ConfigDef:
     d.define(MARKERS_TOPIC, Type.STRING, "connect-batch-markers", group="Topics",
              doc="The Kafka topic (one partition, compacted) where each transaction of a source batch records "
                  "how many of its records it committed; created when missing.")
+    d.define(WORKER_URL, Type.STRING, None, _valid_url, group="Worker",
+             doc="The long-running worker (`lakeconnect worker`): where it listens, and where `lakeconnect run` and "
+                 "Airflow's tasks send their runs (http://HOST:PORT or https://HOST:PORT; "
+                 "$LAKECONNECT_WORKER_URL wins over it, and an empty one runs in the calling process). "
+                 "Default: none, each run is a process of its own.")
+    d.define(RUNS_MAX, Type.INT, 0, Range.at_least(0), group="Worker",
+             doc="Runs the worker runs at once, each connector's Spark jobs in a scheduler pool of their own; "
+                 "more wait their turn. 0: two per core of the machine.")
+    d.define(RUNS_QUEUE_MAX, Type.INT, 1000, Range.at_least(1), group="Worker",
+             doc="Runs that may wait for their turn; beyond them a run request is refused (429, exit code 75).")
+    d.define(SHUTDOWN_TIMEOUT_MS, Type.LONG, 30_000, Range.at_least(0), group="Worker",
+             doc="On SIGTERM or Ctrl-C the worker starts no run and waits this long for the batches in progress "
+                 "(runs until caught up stop after their current batch); a batch still running then resumes at "
+                 "the next run.")
     d.define("config.providers", Type.LIST, "", group="Config providers",
              doc="Names of config providers, each with config.providers.<name>.class.")
     for prefix in ("spark.", "lake.storage.", "config.providers.", "key.converter.", "value.converter.",
                    "header.converter.", "producer.", "consumer.", "offset.", "task.", "topic.creation.", "kafka."):
         d.allow_prefix(prefix)
     return d
+
+
+def _valid_url(key: str, value: object) -> str | None:
+    from urllib.parse import urlsplit
+
+    if value is None or value == "":
+        return None
+    try:
+        parts = urlsplit(str(value))
+        port = parts.port
+    except ValueError:
+        port = None
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or port is None \
+            or parts.path not in ("", "/") or parts.query or parts.fragment:
+        return f"expected http://HOST:PORT or https://HOST:PORT, got '{redact_url(str(value))[:200]}'"
+    return None
 
 
 def _msk_rules(raw: Mapping[str, str]) -> list[Problem]:
@@ -140,7 +178,7 @@ def _msk_rules(raw: Mapping[str, str]) -> list[Problem]:
             problems.append(Problem(key, "is not a supported consumer. property; supported: "
                                     + ", ".join(sorted("consumer." + k for k in ALLOWED_CONSUMER))))
         else:
-            blocked = next((p for p in BLOCKED_PREFIXES if key.startswith(p)), None)
+            blocked = next((p for p in BLOCKED_PREFIXES if key.startswith(p)), None) if key not in WORKER_KEYS else None
             if blocked:
                 problems.append(Problem(key, f"properties starting with '{blocked}' are not allowed in a worker "
                                         "configuration (blocked prefix, as in MSK Connect)"))

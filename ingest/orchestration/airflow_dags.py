@@ -95,6 +95,24 @@ def run_cli(environment: Environment, *args: str, echo: Callable[[str], None] | 
     return reports
 
 
+def run_on_worker(url: str, name: str, task: int, until_caught_up: bool,
+                  echo: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """The task's run, by the long-running worker at `url` (no process, no JVM here): its log lines and
+    reports streamed to the task log as a CLI run's are; CliFailure with the run's exit code when it fails
+    (a worker that is down: 75, retried)."""
+    from ingest.cli.delegate import run_remote
+    from ingest.config.configdef import redact_url
+
+    echo = echo or log.info
+    echo(f"$ lakeconnect run {name} --task {task} --skip-missing-task --json"
+         f"{' --until-caught-up' if until_caught_up else ''} (on the worker at {redact_url(url)})")
+    result = run_remote(url, name, task=task, until_caught_up=until_caught_up, skip_missing_task=True, on_log=echo,
+                        on_result=lambda report, summary: echo(json.dumps(report)))
+    if result.exit_code != 0:
+        raise CliFailure(result.exit_code, result.error or f"the run exited with code {result.exit_code}")
+    return result.reports
+
+
 def airflow_error(failure: CliFailure, what: str) -> AirflowException:
     """Retriable failures raise AirflowException (Airflow retries); the others AirflowFailException (not)."""
     if failure.code in RETRIABLE_EXIT_CODES or failure.code < 0:
@@ -200,7 +218,10 @@ def run_task(environment: Environment, spec: ConnectorSpec, n: int, action: str 
     if action in (UNTIL_CAUGHT_UP, SNAPSHOT):
         args.append("--until-caught-up")
     try:
-        reports = run_cli(environment, *args)
+        if environment.worker_url:
+            reports = run_on_worker(environment.worker_url, spec.name, n, action in (UNTIL_CAUGHT_UP, SNAPSHOT))
+        else:
+            reports = run_cli(environment, *args)
     except CliFailure as failure:
         raise airflow_error(failure, f"connector '{spec.name}' task {n}") from None
     if alias is not None:

@@ -19,8 +19,9 @@ from typing import Any
 
 from ingest.config.connector import POOL, SCHEDULE, TASKS_MAX, TOPICS, TOPICS_REGEX, valid_pool, valid_schedule
 from ingest.config.loader import load_connector_file, load_properties_file
+from ingest.cli.delegate import WORKER_URL_ENV
 from ingest.config.worker import (CONFIGS_TABLE, FILE_CONNECTORS_ENABLE, LAKE_ROOT, MAINTENANCE_SCHEDULE, MSK_DEFAULTS,
-                                  WORKER_ENV, parse_worker, storage_options)
+                                  WORKER_ENV, WORKER_URL, parse_worker, storage_options)
 from ingest.errors import ConfigError
 
 DAG_PREFIX = "lakeconnect__"
@@ -53,6 +54,7 @@ class Environment:
     storage_options: dict[str, str] = field(repr=False)  # may hold credentials: never shown
     file_connectors: bool = False
     maintenance_schedule: str = "0 3 * * *"
+    worker_url: str | None = field(default=None, repr=False)  # runs go to this worker (may hold a password)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Environment:
@@ -69,9 +71,10 @@ class Environment:
         connectors = Path(env.get(CONNECTORS_ENV) or home / "conf" / "connectors")
         venv_python = home / ".venv" / "bin" / "python"
         python = env.get(PYTHON_ENV) or (str(venv_python) if venv_python.exists() else sys.executable)
+        url = env[WORKER_URL_ENV].strip() if WORKER_URL_ENV in env else worker[WORKER_URL]
         return cls(home, worker_file, connectors if connectors.is_absolute() else home / connectors, python,
                    lake_root_of(str(worker[LAKE_ROOT]), home), worker[CONFIGS_TABLE], storage_options(worker),
-                   bool(worker[FILE_CONNECTORS_ENABLE]), str(worker[MAINTENANCE_SCHEDULE] or "none"))
+                   bool(worker[FILE_CONNECTORS_ENABLE]), str(worker[MAINTENANCE_SCHEDULE] or "none"), url or None)
 
     def command(self, *args: str) -> list[str]:
         """`python -m ingest [--worker FILE] ARGS`, run in `home`."""

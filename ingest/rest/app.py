@@ -31,6 +31,7 @@ from ingest.config import secrets
 from ingest.schema_registry.api import PREFIX as REGISTRY_PREFIX
 from ingest.schema_registry.api import RegistryApi
 from ingest.schema_registry.store import SCHEMAS_TABLE, SchemaStore
+from ingest.runtime.runs import Refused, RunService
 from ingest.runtime.worker import Worker
 from ingest.state.stores import CONNECTOR_TASK, PAUSED, RUNNING, STOPPED, state_uri
 
@@ -52,6 +53,7 @@ class Response:
     body: Any = None  # JSON-able; None means no body (204, or 202 as Kafka answers pause/resume)
     raw: str | None = None  # a text sent as it is (the registry's `/schema` resources), instead of `body`
     content_type: str = "application/json"
+    stream: Any = None  # a run whose events are sent as they come, one JSON line each (ingest/runtime/runs.py)
 
 
 class RestError(Exception):
@@ -69,8 +71,9 @@ class ConnectApi:
     are serialised (its config, target state and offsets change one call at a time, as Kafka Connect's herder
     applies them), so are the Schema Registry's writes; calls on other connectors go on meanwhile."""
 
-    def __init__(self, worker: Worker):
+    def __init__(self, worker: Worker, runs: RunService | None = None):
         self.worker = worker
+        self.runs = runs  # None: a REST server that runs no batch (`lakeconnect rest`)
         # A lock per DAG id (names that map to one id are one connector to Airflow), striped: a bounded set
         # of locks however many names requests make up.
         self._locks = [threading.Lock() for _ in range(64)]
@@ -100,6 +103,8 @@ class ConnectApi:
             ("GET", c + "/offsets", self.offsets),
             ("PATCH", c + "/offsets", self.alter_offsets),
             ("DELETE", c + "/offsets", self.reset_offsets),
+            ("POST", c + "/runs", self.start_run),
+            ("GET", c + "/runs", self.list_runs),
         ):
             self._routes.append((method, re.compile(pattern.rstrip("/") + "/?"), handler))
 
@@ -388,6 +393,50 @@ class ConnectApi:
         found = self._require_stopped(name)
         self.worker.reset_offsets(name)
         return Response(200, {"message": _offsets_message(found["type"], "reset")})
+
+    # --- runs (the long-running worker's) ----------------------------------------------------------
+
+    def _run_service(self) -> RunService:
+        if self.runs is None:
+            raise RestError(404, "this REST server runs no batches (`lakeconnect rest`); runs are served by "
+                                 "`lakeconnect worker`")
+        return self.runs
+
+    def start_run(self, name: str, body: bytes, **_) -> Response:
+        runs = self._run_service()
+        request = _json_body(body) if body.strip() else {}
+        if not isinstance(request, dict):
+            raise RestError(400, 'expected {"task": N or null, "until_caught_up": true|false, '
+                                 '"skip_missing_task": true|false}, every field optional')
+        unknown = sorted(k for k in request if k not in _RUN_FIELDS)
+        if unknown:
+            raise RestError(400, f"unknown field '{unknown[0][:100]}' in the run request; known: "
+                                 f"{', '.join(_RUN_FIELDS)}")
+        task = request.get("task")
+        if task is not None and (not isinstance(task, int) or isinstance(task, bool) or not 0 <= task < 2**31):
+            raise RestError(400, "task must be a task number (0 or more) or null for every task")
+        flags = {}
+        for key in ("until_caught_up", "skip_missing_task"):
+            if not isinstance(request.get(key, False), bool):
+                raise RestError(400, f"{key} must be true or false")
+            flags[key] = request.get(key, False)
+        self._require(name)
+        try:
+            run = runs.submit(name, task=task, **flags)
+        except Refused as e:
+            raise RestError(e.status, e.message) from None
+        return Response(200, stream=run, content_type="application/x-ndjson")
+
+    def list_runs(self, name: str, query: Mapping[str, list[str]], **_) -> Response:
+        runs = self._run_service()
+        self._require(name)
+        limit = (query.get("limit") or ["20"])[-1]
+        if not limit.isdigit() or not 1 <= int(limit) <= 1000:
+            raise RestError(400, f"query parameter limit must be a number from 1 to 1000, got '{limit[:20]}'")
+        return Response(200, runs.history(name, int(limit)))
+
+
+_RUN_FIELDS = ("task", "until_caught_up", "skip_missing_task")
 
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -18,8 +18,11 @@ import base64
 import hmac
 import json
 import logging
+import signal
 import socket
 import ssl
+from collections.abc import Callable
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +35,11 @@ from ingest.config.loader import load_properties_file
 from ingest.errors import ConfigError, Problem
 from ingest.rest.app import ConnectApi, Response
 from ingest.rest.guard import RequestGuard
+from ingest.rest.listener import DEFAULT_LISTENER, parse_listener  # noqa: F401 - DEFAULT_LISTENER: its users
+from ingest.runtime.runs import MAX_BACKLOG
 from ingest.config import secrets
 
 log = logging.getLogger("lakeconnect")
-DEFAULT_LISTENER = "http://127.0.0.1:8083"
 UNAUTHORIZED = "User cannot access the resource."
 MAX_BODY = 16 * 2**20
 """Bytes a request body may have: a connector config is a few KB, a registry schema rarely a MB."""
@@ -45,28 +49,10 @@ THREADS = 8
 """Calls running at once; more wait for a thread (each is a few small Delta reads or one commit)."""
 CLIENT_TIMEOUT = 30.0
 """Seconds a client may take to send a request's line and headers, or its body: no slow loris."""
+HEARTBEAT_S = 15.0
+"""Seconds of a run without a line after which its stream gets a blank one (clients give up after 120)."""
 REQUEST_TIMEOUT = 90.0
 """Seconds a call may take before its answer is a 500 "Request timed out" (Kafka Connect's 90 s)."""
-
-
-@dataclass(frozen=True)
-class Listener:
-    scheme: str  # http or https
-    host: str
-    port: int
-
-
-def parse_listener(listener: str) -> Listener:
-    """`http://host:port`, `https://host:port`, `host:port` or `:port` (Kafka's `listeners` form; an empty host
-    is 127.0.0.1 here)."""
-    text = listener.strip()
-    scheme = "https" if text.startswith("https://") else "http"
-    text = text.removeprefix("https://").removeprefix("http://")
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536 or "/" in host:
-        raise ConfigError([Problem("listeners", f"expected http://HOST:PORT or https://HOST:PORT, got "
-                                                f"'{listener[:200]}'")])
-    return Listener(scheme, host.strip("[]") or "127.0.0.1", int(port))
 
 
 def load_credentials(path: str) -> dict[str, str]:
@@ -112,7 +98,10 @@ class RestServer:
 
     def __init__(self, api: ConnectApi, listener: str = DEFAULT_LISTENER, credentials: dict[str, str] | None = None,
                  allowed_hosts: list[str] | tuple[str, ...] = (), tls: Tls | None = None, *,
-                 client_timeout: float = CLIENT_TIMEOUT, request_timeout: float = REQUEST_TIMEOUT):
+                 client_timeout: float = CLIENT_TIMEOUT, request_timeout: float = REQUEST_TIMEOUT,
+                 shutdown_timeout: float = 10.0, on_exit: Callable[[], None] | None = None):
+        """`on_exit` is called once when the server is asked to stop (a signal, `shutdown`); the calls in
+        flight then have `shutdown_timeout` seconds to finish."""
         where = parse_listener(listener)
         if where.scheme == "https" and tls is None:
             raise ConfigError([Problem("--tls-cert", f"listening on {listener} needs a certificate: give "
@@ -141,10 +130,10 @@ class RestServer:
             self.app, http=protocol, ws="none", lifespan="off", interface="asgi3", log_config=None,
             access_log=False, server_header=False, date_header=True, proxy_headers=False,
             limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=int(client_timeout) or 1,
-            timeout_graceful_shutdown=10, h11_max_incomplete_event_size=64 * 1024,
+            timeout_graceful_shutdown=max(1, round(shutdown_timeout)), h11_max_incomplete_event_size=64 * 1024,
             ssl_certfile=tls.certfile if tls else None, ssl_keyfile=tls.keyfile if tls else None,
             ssl_keyfile_password=tls.password if tls else None)
-        self._server = uvicorn.Server(config)
+        self._server = _Server(config, on_exit)
         logging.getLogger("uvicorn").setLevel(max(logging.WARNING, logging.getLogger("lakeconnect").level))
 
     @property
@@ -157,11 +146,25 @@ class RestServer:
         self._server.run(sockets=[self.socket])
 
     def shutdown(self) -> None:
-        self._server.should_exit = True
+        self._server.handle_exit(signal.SIGTERM, None)
 
     def server_close(self) -> None:
         self.socket.close()
         self.app.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling its owner when it is asked to stop (before it waits for the calls in flight)."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None] | None):
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig, frame) -> None:
+        on_exit, self._on_exit = self._on_exit, None
+        if on_exit is not None:
+            on_exit()
+        super().handle_exit(sig, frame)
 
 
 class _Protocol(H11Protocol):
@@ -240,7 +243,9 @@ class RestApp:
             return
         except _Disconnected:
             return
-        if response.raw is not None:
+        if response.stream is not None:
+            await _stream(send, response)
+        elif response.raw is not None:
             await _send(send, response.status, response.raw.encode(), response.content_type)
         elif response.body is None:
             await _send(send, response.status, b"", None)
@@ -305,6 +310,58 @@ async def _read_body(receive) -> bytes:
         chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
+
+
+async def _stream(send, response: Response) -> None:
+    """A run's events, one JSON line each as they come (chunked), until its last. A client that reads slower
+    than the run logs loses log lines beyond `MAX_BACKLOG` (never a report or the exit code); one that goes
+    away leaves the run going on."""
+    loop = asyncio.get_running_loop()
+    pending: deque = deque()
+    ready = asyncio.Event()
+    dropped = 0
+
+    def listener(event) -> None:  # on the run's thread
+        nonlocal dropped
+        if event is not None and "log" in event and len(pending) >= MAX_BACKLOG:
+            dropped += 1
+            return
+        pending.append(event)
+        try:
+            loop.call_soon_threadsafe(ready.set)
+        except RuntimeError:  # the loop is closed: the server is gone
+            pass
+
+    run = response.stream
+    await send({"type": "http.response.start", "status": response.status,
+                "headers": [(b"Content-Type", response.content_type.encode()), (b"Cache-Control", b"no-store")]})
+    run.attach(listener)
+    try:
+        while True:
+            try:
+                await asyncio.wait_for(ready.wait(), HEARTBEAT_S)
+            except asyncio.TimeoutError:  # a quiet batch: a blank line shows the client the worker is there
+                await send({"type": "http.response.body", "body": b"\n", "more_body": True})
+                continue
+            ready.clear()
+            lines = []
+            while pending:
+                event = pending.popleft()
+                if event is None:
+                    await send({"type": "http.response.body", "body": b"".join(lines), "more_body": False})
+                    return
+                if dropped and "log" not in event:
+                    lines.append(json.dumps({"log": f"({dropped} log lines not sent: the client read too slowly)"})
+                                 .encode() + b"\n")
+                    dropped = 0
+                lines.append(json.dumps(event).encode() + b"\n")
+            if lines:
+                await send({"type": "http.response.body", "body": b"".join(lines), "more_body": True})
+    except OSError:  # the client went away (uvicorn's ClientDisconnected); the run goes on
+        run.detach()
+    except asyncio.CancelledError:  # the server stops: the run's client finds the stream cut
+        run.detach()
+        raise
 
 
 async def _send(send, status: int, payload: bytes, content_type: str | None, *, close: bool = False) -> None:

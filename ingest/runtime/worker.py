@@ -245,7 +245,11 @@ class Worker:
 
     def run(self, name: str, *, task: int | None = None, until_caught_up: bool = False,
             progress: Callable[[str], None] | None = None, max_batches: int = 10_000,
-            skip_missing_task: bool = False) -> list[BatchReport]:
+            skip_missing_task: bool = False, stop: Callable[[], bool] | None = None,
+            on_report: Callable[[BatchReport], None] | None = None) -> list[BatchReport]:
+        """Batches of connector `name`'s tasks (every task, or `task`): one each, or until one finds nothing
+        new; `stop()` true ends a run until caught up after its current batch (a worker shutting down), and
+        `on_report` gets each batch's report as it ends."""
         found = self.stores.configs.require(name)
         if found["target_state"] in (PAUSED, STOPPED):
             log.info(f"[{name}] connector is {found['target_state']}; nothing to do "
@@ -277,13 +281,14 @@ class Worker:
             self._set_status(name, CONNECTOR_TASK, RUNNING)
             pipeline = Pipeline.build(setup)
             for t in task_ids:
-                reports += self._run_task(setup, task_configs, t, pipeline, until_caught_up, progress, max_batches)
+                reports += self._run_task(setup, task_configs, t, pipeline, until_caught_up, progress, max_batches,
+                                          stop, on_report)
         finally:
             for lease in leases:
                 lease.release()
         return reports
 
-    def _run_task(self, setup, task_configs, t, pipeline, until_caught_up, progress, max_batches):
+    def _run_task(self, setup, task_configs, t, pipeline, until_caught_up, progress, max_batches, stop, on_report):
         name = setup.name
         logger = TaskLogger(log, {"ctx": f"{name}|task-{t}"})
         merged = {**setup.config.originals, **task_configs[t]}
@@ -304,7 +309,12 @@ class Worker:
                     report = runner.run_source(task, t, key, store)
                 logger.info(report.summary())
                 reports.append(report)
+                if on_report is not None:
+                    on_report(report)
                 if not until_caught_up or report.outcome != "COMMITTED" or not report.progressed:
+                    break
+                if stop is not None and stop():
+                    logger.info("the worker is shutting down: no further batch in this run (the next run goes on)")
                     break
         except LakeConnectError as e:
             self._set_status(name, t, FAILED, secrets.scrub(str(e)))

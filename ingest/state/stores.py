@@ -13,13 +13,12 @@ import pyarrow as pa
 
 from ingest.errors import StateError
 from ingest.state.tables import TS, StateTable, canonical_json, eq, now
+from ingest.state import states
 
-# Connector and task states, as Kafka Connect names them.
+# The states, where the tables' users have always found them.
 UNASSIGNED, RUNNING, PAUSED, FAILED, RESTARTING, STOPPED = (
-    "UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "RESTARTING", "STOPPED")
-TARGET_STATES = (RUNNING, PAUSED, STOPPED)
-CONNECTOR_TASK = -1
-"""The `task` value of the connector's own status row."""
+    states.UNASSIGNED, states.RUNNING, states.PAUSED, states.FAILED, states.RESTARTING, states.STOPPED)
+TARGET_STATES, CONNECTOR_TASK = states.TARGET_STATES, states.CONNECTOR_TASK
 
 
 def state_uri(lake_root: str, name: str) -> str:
