@@ -16,6 +16,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ingest.cache import BoundedCache
 from ingest.errors import ConfigError, Problem, RetriableError
 from ingest.jvm import jar_path, session_key
 from ingest.runtime import faults
@@ -201,21 +202,12 @@ class SessionCache:
     """Values built for a Spark session, kept for its later batches. Building a column expression costs a
     Py4J round trip per node (a JSON envelope's or a topic's staging columns: 30 to 80 ms a batch); the
     same expression is valid for every query of the session, so a connector's next batch takes it from
-    here. Keys must hold everything the value depends on; the oldest of `size` entries goes first."""
+    here. Keys must hold everything the value depends on. At most `size` entries, the least recently used
+    going first (a value holds its expression's objects in the JVM); threads may share it."""
 
     def __init__(self, size: int = 256):
         self.size = size
-        self._values: dict[tuple, object] = {}
-        self._lock = threading.Lock()
+        self._values: BoundedCache[tuple, object] = BoundedCache(size)
 
     def get(self, spark: SparkSession, key: tuple, build):
-        full = (session_key(spark), *key)
-        with self._lock:
-            if full in self._values:
-                return self._values[full]
-        value = build()
-        with self._lock:
-            self._values[full] = value
-            while len(self._values) > self.size:
-                del self._values[next(iter(self._values))]
-        return value
+        return self._values.get_or_build((session_key(spark), *key), build)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,15 +18,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.errors import ConfigError, DataError, Problem, RetriableError
+from ingest.cache import BoundedCache
 from ingest.config import secrets
+from ingest.errors import ConfigError, DataError, Problem, RetriableError
 
 TIMEOUT_S = 30.0
 MAX_RESPONSE = 4 << 20
 MAX_MESSAGE = 2000
-_CACHE_LOCK = threading.Lock()
-# (registry urls, call, arguments) -> answer: ids, schemas and versions never change once given
-_CACHE: dict[tuple[Any, ...], Any] = {}
+# (registry urls, call, arguments) -> answer: ids, schemas and versions never change once given. 8,192 entries
+# hold a 1,000-table pipeline's (its source registers 2,000 subjects, key and value; its sink asks as many ids
+# and lookups) or many smaller ones', batch after batch. Entries hold schema texts (1 to 10 KB for a table): at
+# most 80 MB. The least recently used go first; a dropped answer is asked of the registry again.
+_CACHE: BoundedCache[tuple[Any, ...], Any] = BoundedCache(8192)
 
 
 class RegistryRefused(DataError):
@@ -97,14 +99,7 @@ class RegistryClient:
     # --- HTTP --------------------------------------------------------------------------------------
 
     def _cached(self, key: tuple[Any, ...], call):
-        full = (self.urls, *key)
-        with _CACHE_LOCK:
-            if full in _CACHE:
-                return _CACHE[full]
-        value = call()
-        with _CACHE_LOCK:
-            _CACHE[full] = value
-        return value
+        return _CACHE.get_or_build((self.urls, *key), call)
 
     def _headers(self, url: str) -> dict[str, str]:
         headers = {"Content-Type": "application/vnd.schemaregistry.v1+json",

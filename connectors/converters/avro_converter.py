@@ -27,8 +27,10 @@ from connectors.converters._common import data_type, null_bytes, parse_settings
 from connectors.converters._registry_client import RegistryClient, RegistryRefused
 from connectors.storage.avro_schema import avro_schema, avro_schema_text
 from ingest.api import Converter
+from ingest.cache import BoundedSet
 from ingest.config.configdef import ConfigDef, Importance, Password, Type, ValidString
 from ingest.errors import ConfigError, DataError, Problem
+from ingest.jvm import session_key
 from ingest.records import TOPIC
 from ingest.records.schema import ConnectSchema
 from ingest.schema_registry.avro_schemas import ParsedSchema, incompatibilities
@@ -282,7 +284,8 @@ def _schema_id(value: Column) -> Column:
     return F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long")
 
 
-_CHECKED: set[int] = set()
+# Sessions (ingest.jvm.session_key) known to have spark-avro: a process has one, or a few made by newSession().
+_CHECKED: BoundedSet[tuple[int, str]] = BoundedSet(64)
 
 
 def _spark_avro(df: DataFrame):
@@ -293,7 +296,8 @@ def _spark_avro(df: DataFrame):
     from pyspark.sql.avro import functions
 
     session = df.sparkSession
-    if id(session) not in _CHECKED:
+    key = session_key(session)  # not id(session): a Python object's id is reused once it is collected
+    if key not in _CHECKED:
         try:
             loader = session._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
             session._jvm.java.lang.Class.forName("org.apache.spark.sql.avro.CatalystDataToAvro", False, loader)
@@ -302,5 +306,5 @@ def _spark_avro(df: DataFrame):
                                        "jar): run `make setup`, which fetches it into .jars/spark-avro/, or set "
                                        "spark.jars.packages=org.apache.spark:spark-avro_2.13:"
                                        f"{pyspark.__version__} in the worker's Spark settings")]) from None
-        _CHECKED.add(id(session))
+        _CHECKED.add(key)
     return functions

@@ -108,7 +108,7 @@ _OFFSET_ID = (re.compile(r"([+-])(\d\d)(?::(\d\d)(?::(\d\d)(?:[.,](\d{1,3}))?)?)
               re.compile(r"([+-])(\d\d)(?:(\d\d)(?:(\d\d)(\d{1,3})?)?)?"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=1)  # no arguments: one entry, the file read once per process
 def _tz_links() -> dict[str, str]:
     """Link name -> target, from the `tzdata.zi` of the tz database zoneinfo reads: Joda resolves a link
     such as US/Eastern to its target's id."""
@@ -127,7 +127,7 @@ def _tz_links() -> dict[str, str]:
     return {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=1)  # no arguments: one entry
 def _tz_ids() -> frozenset[str]:
     # zoneinfo also lists files of the system's zoneinfo directory that are not zones.
     return frozenset(zoneinfo.available_timezones() - {"Factory", "localtime", "posixrules"})
@@ -186,7 +186,9 @@ _ROOT = _Symbols(_MONTHS_ROOT, _MONTHS_ROOT, _DAYS_ROOT, _DAYS_ROOT, ("AM", "PM"
 _JAVA_LEGACY_LANGUAGES = {"iw": "he", "in": "id", "ji": "yi"}
 
 
-@functools.lru_cache(maxsize=None)
+# Keyed by the `locale` a config writes: a few distinct values in practice, and Java knows some 200 languages;
+# a long-running process seeing more only builds the least recent again (babel's data, 2 to 7 ms).
+@functools.lru_cache(maxsize=256)
 def _symbols(locale: str) -> _Symbols:
     """The names Java gives `new Locale(locale)`: its language's, or the root locale's when Java does
     not know the language (which is the case of any value with a country, such as `en-US`)."""

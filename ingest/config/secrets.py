@@ -15,6 +15,10 @@ from collections.abc import Iterable
 
 HIDDEN = "[hidden]"  # what a secret reads as wherever it is shown
 
+# Not bounded, on purpose: a secret dropped from here would show in the next text holding it, and a connector
+# may use it as long as the process runs. It holds the secret values of the configs this process validated (and
+# the REST server's users): validating them again each batch adds nothing, so it grows only when a config
+# brings a new secret (a new connector, a rotated password), by the bytes of that value.
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None  # every secret, longest first: one pass over a text scrubs it
 _lock = threading.Lock()

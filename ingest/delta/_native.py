@@ -38,6 +38,8 @@ def write_native(df: DataFrame, plan: WritePlan, opaque: tuple[str, ...] = (),
     values, known to the caller), Spark writes them straight into that partition's directory: no
     partitioning, so no sort of the rows by partition."""
     spark = df.sparkSession
+    # Set for good, never restored: one value whoever sets it, so runs on several threads of a shared session
+    # may all set it at once (ingest.spark's sessions start with it; a session from elsewhere keeps it after).
     if spark.conf.get(TIMESTAMP_CONF) != TIMESTAMP_MICROS:
         spark.conf.set(TIMESTAMP_CONF, TIMESTAMP_MICROS)
     stage = f"{STAGE_PREFIX}{plan.version or 0:05d}-{uuid.uuid4().hex}"

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ingest.cache import BoundedSet
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
     from pyspark.sql.types import DataType
@@ -26,10 +28,13 @@ HERE = Path(__file__).resolve().parent
 JAR = HERE / "lakeconnect-jvm.jar"
 SOURCES = HERE / "src"
 
-_unavailable: set[tuple[str, str]] = set()
+# (Spark application id, class) that application could not load: tried and logged once. A process runs one
+# application at a time, and has a handful of classes.
+_unavailable: BoundedSet[tuple[str, str]] = BoundedSet(256)
 # (session, function name) known to be registered: asking the catalog is a JVM round trip (2 to 4 ms), several
-# times a batch. A session's temporary functions stay until it stops.
-_known: set[tuple[tuple[int, str], str]] = set()
+# times a batch. A session's temporary functions stay until it stops. A dozen functions per session, a few
+# sessions per process (newSession()); one dropped is only asked of the catalog again.
+_known: BoundedSet[tuple[tuple[int, str], str]] = BoundedSet(1024)
 
 
 def sources() -> list[Path]:

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ingest.api import DECLINED, SinkTask, SourcePlan, SourceTask, TopicRange
+from ingest.cache import BoundedSet
 from ingest.config.connector import (AUTO_OFFSET_RESET, DLQ_REPLICATION, EARLIEST, LATEST, TOPIC_CREATION_PARTITIONS,
                                      TOPIC_CREATION_REPLICATION, TOPICS,
                                      TOPICS_REGEX, ConnectorSetup, topic_creation_configs)
@@ -80,11 +81,12 @@ class BatchReport:
 # written by one Spark job (see ingest/topics/many.py) rather than a job each.
 MANY_TOPICS = 8
 # (connector, task) whose batch a converter's optimistic plan declined in this process: later batches take the
-# general plans at once (the records that needed them are often of a kind the table keeps sending).
-_DECLINED: set[tuple[str, int]] = set()
+# general plans at once (the records that needed them are often of a kind the table keeps sending). At most
+# 4,096 tasks, the least recently run first out: one dropped only tries the optimistic plan once more.
+_DECLINED: BoundedSet[tuple[str, int]] = BoundedSet(4096)
 # (connector, task) whose sink batch had records of another schema than its first in this process: later
-# batches find their schemas first (Converter.to_connect).
-_DECLINED_READS: set[tuple[str, int]] = set()
+# batches find their schemas first (Converter.to_connect). Bounded as _DECLINED.
+_DECLINED_READS: BoundedSet[tuple[str, int]] = BoundedSet(4096)
 MARKERS_FROM = "markers_from"  # in a source batch's plan: where its Kafka transactions' markers start
 RESETS = "resets"  # in a sink batch's plan: the positions auto.offset.reset moved past removed records
 

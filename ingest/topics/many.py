@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import json
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -31,6 +32,7 @@ from ingest.delta._files import META_SCHEMA, DataFile, write_files
 from ingest.delta._table import arrow_schema_of_spark, transaction_version
 from ingest.delta.write import _remove
 from ingest.errors import RetriableError
+from ingest.jvm import session_key
 from ingest.topics.layout import OFFSET, PARTITION, SEQ, TIMESTAMP_TYPE, TIMESTAMP_TYPE_CONFIG, TOPIC_COLUMNS, VALUE
 from ingest.topics.numbering import POSITION_COLUMN, POSITION_FUNCTION, UNSORTED, position_function
 from ingest.topics.table import AppendResult, TopicTable
@@ -212,20 +214,65 @@ def _write(planned: list[_Planned], app_id: str, version: int, sort: bool) -> di
     return files
 
 
+# (session, SQL setting) -> [jobs holding it, the value they hold, the value before the first]: see `_conf`.
+# An entry lives while a job holds it, so there are as many as jobs running at once.
+_HELD: dict[tuple[tuple[int, str], str], list] = {}
+_HELD_CHANGED = threading.Condition()
+
+
 @contextlib.contextmanager
 def _conf(spark, values: dict[str, str]) -> Iterator[None]:
-    """The session's settings `values` while the job is planned and run, then as they were."""
-    before = {key: spark.conf.get(key, None) for key in values}
-    for key, value in values.items():
-        spark.conf.set(key, value)
+    """The session's settings `values` while the job is planned and run, then as they were.
+
+    SQL settings belong to the Spark session, which the runs on a worker's threads share: two jobs that each
+    saved and restored them could save each other's temporary value as "before" and restore it for good. So
+    holders are counted per session and setting: the first job to take a setting saves its value and sets it,
+    later ones wanting the same value only count themselves in, the last to finish puts the saved value back;
+    one wanting another value waits until the setting is free. Counting, not a lock held for the job, so such
+    jobs still run side by side. Other queries of the session planned meanwhile see these values too: both of
+    the settings here change how a plan is compiled and partitioned, never its results."""
+    session = session_key(spark)
+    wanted = {(session, key): value for key, value in values.items()}
+    with _HELD_CHANGED:
+        _HELD_CHANGED.wait_for(lambda: all(k not in _HELD or _HELD[k][1] == v for k, v in wanted.items()))
+        taken: list[tuple[tuple[int, str], str]] = []
+        try:
+            for held, value in wanted.items():
+                if held in _HELD:
+                    _HELD[held][0] += 1
+                else:
+                    before = spark.conf.get(held[1], None)
+                    spark.conf.set(held[1], value)
+                    _HELD[held] = [1, value, before]
+                taken.append(held)
+        except BaseException:
+            _release(spark, taken)
+            raise
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        with _HELD_CHANGED:
+            _release(spark, list(wanted))
+
+
+def _release(spark, taken: list[tuple[tuple[int, str], str]]) -> None:
+    """Count one job out of each of `taken`; the last holder of a setting restores it. Called with _HELD_CHANGED
+    held, so a setting is restored before another job can read it as its "before"."""
+    restore = []
+    for held in taken:
+        entry = _HELD[held]
+        entry[0] -= 1
+        if entry[0] == 0:
+            del _HELD[held]
+            restore.append((held[1], entry[2]))
+    try:
+        for key, before in restore:
+            if before is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, before)
+    finally:
+        _HELD_CHANGED.notify_all()
 
 
 def _runs(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBatch]]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingest.cache import BoundedCache
 from ingest.delta import append_arrow, read_arrow
 from ingest.delta._table import is_local, normalize_uri, open_table
 from ingest.errors import DataError, RetriableError, StateError
@@ -34,9 +35,15 @@ REGISTRY_SCHEMA = pa.schema(
     ]
 )
 REGISTER_ATTEMPTS = 5
-# uri -> (identity of its first commit, known ids, schemas by id): local registries as this process knows them
-_SHARED: dict[str, tuple[tuple[int, int, int], dict, dict]] = {}
-_SHARED_LOCK = threading.Lock()
+# What a process keeps of one registry, the least recently used first out (a dropped entry is read from the
+# table again, 20-25 ms): (subject, fingerprint) -> id, small keys, for sixteen 1,000-table sources (key and
+# value subjects); id -> schema text (1 to 10 KB for a table), for the ids registered or asked lately.
+KNOWN_KEPT = 32_768
+SCHEMAS_KEPT = 4096
+# uri -> (identity of its first commit, known ids, schemas by id): local registries as this process knows them.
+# A worker has one lake, a test process many: the least recently used of 64 go first.
+_SHARED: BoundedCache[str, tuple[tuple[int, int, int], BoundedCache, BoundedCache]] = BoundedCache(64)
+_SHARED_LOCK = threading.Lock()  # held to look an entry up and replace it as one step
 
 
 @dataclass(frozen=True)
@@ -61,10 +68,10 @@ class SchemaRegistry:
         self.lake_root = normalize_uri(lake_root)
         self.uri = f"{self.lake_root}/{SCHEMAS_TABLE}"
         self.storage_options = dict(storage_options) if storage_options else None
-        self._by_id: dict[int, str] = {}  # ids never change meaning: safe to cache
+        self._by_id: BoundedCache[int, str] = BoundedCache(SCHEMAS_KEPT)  # ids never change meaning: safe to cache
         # (subject, fingerprint) -> id: a registration is never undone, so once seen it holds. A batch of a
         # 1,000-table source registers 2,000 subjects; each would otherwise read the whole registry.
-        self._known: dict[tuple[str, str], int] = {}
+        self._known: BoundedCache[tuple[str, str], int] = BoundedCache(KNOWN_KEPT)
         self._identity: tuple[int, int, int] | None = None
 
     def _share(self) -> None:
@@ -81,10 +88,11 @@ class SchemaRegistry:
         with _SHARED_LOCK:
             shared = _SHARED.get(self.uri)
             if shared is None or shared[0] != self._identity:
-                shared = _SHARED[self.uri] = (self._identity, self._known, self._by_id)
+                shared = (self._identity, self._known, self._by_id)
+                _SHARED.put(self.uri, shared)
         _, known, by_id = shared
-        known.update(self._known)
-        by_id.update(self._by_id)
+        known.update(self._known.items())
+        by_id.update(self._by_id.items())
         self._known, self._by_id = known, by_id
 
     def _rows(self) -> tuple[pa.Table, int | None]:
@@ -109,23 +117,26 @@ class SchemaRegistry:
                 raise ValueError("subject must be a non-empty string")
             fps.append((subject, fingerprint(schema_json)))
         self._share()
-        if all(k in self._known for k in fps):
-            return [self._known[k] for k in fps]
+        known = [self._known.get(k) for k in fps]
+        if None not in known:
+            return known
         text = {k: schema_json for k, (_, schema_json) in zip(fps, items)}
         for _ in range(REGISTER_ATTEMPTS):
             with lake_lock(self.lake_root, "schemas"):
                 rows, table_version = self._rows()
                 columns = [rows.column(c).to_pylist() for c in ("id", "subject", "version", "fingerprint")]
+                # what the table holds decides, not the cache: a bounded cache may have dropped any of it
+                registered: dict[tuple[str, str], int] = {}
                 ids_by_fp: dict[str, int] = {}
                 last_version: dict[str, int] = {}
                 for schema_id, subject, version, fp in zip(*columns):
-                    self._known[(subject, fp)] = schema_id
+                    registered[(subject, fp)] = schema_id
                     ids_by_fp.setdefault(fp, schema_id)
                     last_version[subject] = max(version, last_version.get(subject, 0))
                 next_id = max(columns[0], default=0) + 1
                 new: list[dict] = []
                 for key in dict.fromkeys(fps):  # each new pair once, in the order first asked
-                    if key in self._known:
+                    if key in registered:
                         continue
                     subject, fp = key
                     schema_id = ids_by_fp.get(fp)
@@ -141,12 +152,15 @@ class SchemaRegistry:
                                      storage_options=self.storage_options,
                                      expected_version=-1 if table_version is None else table_version)
                     except RetriableError:
+                        self._known.update(registered.items())
                         continue  # another registration won the race (remote lakes): look again
-                    for row in new:
-                        self._by_id[row["id"]] = row["schema"]
-                        self._known[(row["subject"], row["fingerprint"])] = row["id"]
+                    self._by_id.update((row["id"], row["schema"]) for row in new)
+                    registered.update(((row["subject"], row["fingerprint"]), row["id"]) for row in new)
+                # the pairs asked last: the most recently used, whatever the table's size
+                self._known.update([*registered.items(), *((k, registered[k]) for k in fps)])
+                if new:
                     self._share()  # the first registration made the table: share what this one knows from now on
-                return [self._known[k] for k in fps]
+                return [registered[k] for k in fps]
         subjects = sorted({s for s, _ in fps})
         raise RetriableError(f"could not register schemas under {subjects[:3]}{'...' if len(subjects) > 3 else ''} "
                              f"in {self.uri}: too many concurrent registrations")
@@ -161,8 +175,9 @@ class SchemaRegistry:
         hit = rows.filter(pc.equal(rows.column("id"), schema_id))
         if not hit.num_rows:
             raise StateError(f"no schema with id {schema_id} in the registry at {self.uri}")
-        self._by_id[schema_id] = hit.column("schema")[0].as_py()
-        return self._by_id[schema_id]
+        found = hit.column("schema")[0].as_py()
+        self._by_id.put(schema_id, found)
+        return found
 
     def latest(self, subject: str) -> RegisteredSchema | None:
         """The latest version registered under `subject`, or None."""
