@@ -26,29 +26,53 @@ from tests.conftest import cli, run_here
 
 def kill_at_each_step(worker: Path, name: str, steps: Sequence[str], env: Mapping[str, str] | None = None, *,
                       batch: int | None = None, between: Callable[[], Any] | None = None,
-                      after_each: Callable[[str], Any] | None = None) -> dict[str, str]:
+                      after_each: Callable[[str], Any] | None = None, through_worker: bool = False) -> dict[str, str]:
     """Kill connector `name` after each of `steps` in turn: the first run is killed after steps[0], and each
     run after it resumes the batch the one before left and is killed one step further on. A step the resumed
     run does not reach fails here, naming it. Each run's stderr, by the step it was killed after.
 
     `batch`: the id of the batch killed; its runs after the first must say they resume it (and the first must
     not). `between` runs once, after the first kill: a change made then belongs to a later batch.
-    `after_each(step)` runs after every kill. The caller makes the last run and compares."""
+    `after_each(step)` runs after every kill. The caller makes the last run and compares.
+
+    `through_worker`: what is killed is a long-running worker (`lakeconnect worker`) in the middle of the run
+    a `lakeconnect run` sent it; that command must exit 75 saying the worker stopped during the run."""
     seen = {}
     for i, step in enumerate(steps):
-        r = cli("run", name, worker=worker, env={**(env or {}), CRASH_ENV: step})
-        assert r.returncode == CRASH_EXIT, f"the kill after step '{step}' did not happen: exit {r.returncode}\n{r.stderr}"
+        if through_worker:
+            code, stderr = _kill_worker(worker, name, step, env)
+        else:
+            r = cli("run", name, worker=worker, env={**(env or {}), CRASH_ENV: step})
+            code, stderr = r.returncode, r.stderr
+        assert code == CRASH_EXIT, f"the kill after step '{step}' did not happen: exit {code}\n{stderr}"
         # the driver's own step names itself; a step inside a Spark task kills the driver through it
-        assert f"killed after step '{step.partition(':')[0]}'" in r.stderr or "killed by a task" in r.stderr, r.stderr
+        assert f"killed after step '{step.partition(':')[0]}'" in stderr or "killed by a task" in stderr, stderr
         if batch is not None:
-            resumed = f"resuming batch {batch}, planned by an interrupted run" in r.stderr
-            assert resumed == (i > 0), f"after the kill at '{step}': resumed={resumed}\n{r.stderr}"
+            resumed = f"resuming batch {batch}, planned by an interrupted run" in stderr
+            assert resumed == (i > 0), f"after the kill at '{step}': resumed={resumed}\n{stderr}"
         if i == 0 and between is not None:
             between()
         if after_each is not None:
             after_each(step)
-        seen[step] = r.stderr
+        seen[step] = stderr
     return seen
+
+
+def _kill_worker(worker: Path, name: str, step: str, env: Mapping[str, str] | None) -> tuple[int, str]:
+    """A worker killed at `step` of the run a delegating `lakeconnect run` asked of it: the worker's exit code
+    and log (its stderr)."""
+    from tests.worker.conftest import WorkerProcess
+
+    process = WorkerProcess(worker, env={**(env or {}), CRASH_ENV: step})
+    try:
+        r = process.run("run", name)
+        code = process.wait()
+    finally:
+        process.close()
+    log = process.log()
+    assert r.returncode == 75 and "stopped answering during the run" in r.stderr, \
+        f"the delegating run after the worker's kill at '{step}': exit {r.returncode}\n{r.stderr}\n{log}"
+    return code, log
 
 
 @dataclass(frozen=True)
@@ -77,13 +101,14 @@ def clean_state(scenario: Scenario, root: Path) -> Any:
     return scenario.state(worker)
 
 
-def check_exactly_once(scenario: Scenario, root: Path, expected: Any = None) -> Any:
+def check_exactly_once(scenario: Scenario, root: Path, expected: Any = None, *, through_worker: bool = False) -> Any:
     """Kill the scenario's batch after each of its steps in turn, run it to its end, and compare what is left
-    with `expected` (a clean run's state, made here under `root` when not given). The crashed run's state."""
+    with `expected` (a clean run's state, made here under `root` when not given). The crashed run's state.
+    `through_worker`: the kills are of a long-running worker's process (`kill_at_each_step`)."""
     if expected is None:
         expected = clean_state(scenario, root / "clean")
     worker = scenario.prepare(root / "crashed")
-    kill_at_each_step(worker, scenario.connector, scenario.steps, scenario.env)
+    kill_at_each_step(worker, scenario.connector, scenario.steps, scenario.env, through_worker=through_worker)
     scenario.finish(worker, scenario.connector)
     found = scenario.state(worker)
     assert found == expected

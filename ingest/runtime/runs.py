@@ -225,7 +225,7 @@ class RunService:
         run.state, run.started_at = RUNNING_NOW, _now()
         try:
             worker = self.make_worker()
-            _scheduler_pool(worker, run.connector)
+            _bind_thread(worker, run.connector)
             def reported(report) -> None:
                 run.reports.append(report.to_json())
                 run.emit({"report": report.to_json(), "summary": f"{run.connector} {report.summary()}"})
@@ -301,8 +301,11 @@ class RunService:
         return left
 
 
-def _scheduler_pool(worker, connector: str) -> None:
-    """This thread's Spark jobs go to the connector's pool (created on first use; FAIR between pools)."""
+def _bind_thread(worker, connector: str) -> None:
+    """This thread's Spark jobs go to the connector's pool (created on first use; FAIR between pools), and
+    the session is this thread's active one, as it is the main thread's in a process of its own: what
+    looks it up (the JVM functions' registration, Kafka's partitioner) would otherwise take the slower
+    Python paths."""
     spark = worker.spark()
-    context = spark.sparkContext
-    context.setLocalProperty("spark.scheduler.pool", f"connector-{connector}"[:200])
+    spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", f"connector-{connector}"[:200])

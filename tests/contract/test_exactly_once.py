@@ -29,13 +29,25 @@ CRASH_TESTS = {
                "tests/kafka/test_sink_exactly_once.py::test_sink_on_kafka_killed_at_each_step"],
     "DeltaTableSink": ["tests/delta_sink/test_exactly_once.py::test_killed_after_each_step_then_run_again"],
 }
+WORKER_CRASH_TESTS = {
+    "FileStreamSource": ["tests/runtime/test_exactly_once.py::"
+                         "test_source_in_a_long_running_worker_killed_after_each_step_of_a_batch"],
+    "FileStreamSink": ["tests/runtime/test_exactly_once.py::"
+                       "test_sink_in_a_long_running_worker_killed_after_each_step_of_a_batch"],
+    "JdbcSource": ["tests/jdbc/test_source_sqlite.py::test_crash_of_a_long_running_worker_at_every_step_of_a_batch"],
+    "MySqlCdc": ["tests/mysql/test_exactly_once.py::test_a_long_running_worker_killed_at_every_step_of_a_binlog_batch"],
+    "S3Sink": ["tests/s3/test_exactly_once.py::test_local_store_in_a_long_running_worker_killed_after_each_step"],
+    "DeltaTableSink": ["tests/delta_sink/test_exactly_once.py::"
+                       "test_a_long_running_worker_killed_after_each_step_then_run_again"],
+}
+"""The same kills of a long-running worker's process (`through_worker=True`)."""
 CONNECTORS = sorted(info.name for kind in (PluginKind.SOURCE, PluginKind.SINK)
                     for info in default_registry().plugins(kind))
 
 
-def kit_calls(node_id: str) -> set[str]:
+def kit_calls(node_id: str, *, through_worker: bool = False) -> set[str]:
     """The kit's entry points the test `path::function` calls (directly, or through a function of its own
-    module it calls)."""
+    module it calls); with `through_worker`, only calls that pass `through_worker=True`."""
     path, _, name = node_id.partition("::")
     tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
     functions = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
@@ -43,10 +55,14 @@ def kit_calls(node_id: str) -> set[str]:
 
     def called(function: ast.FunctionDef) -> set[str]:
         return {n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(function)
-                if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
+                if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+                and (not through_worker or any(k.arg == "through_worker" and isinstance(k.value, ast.Constant)
+                                               and k.value.value is True for k in n.keywords))}
 
     direct = called(functions[name])
     through = set().union(*(called(functions[c]) for c in direct if c in functions))
+    if through_worker:  # the test itself asks the kit for the worker's kills
+        return direct & set(KIT)
     return (direct | through) & set(KIT)
 
 
@@ -55,6 +71,14 @@ def test_every_connector_has_a_crash_test_on_the_kit(connector):
     assert connector in CRASH_TESTS, f"connector {connector} has no crash test (tests/crash_kit.py)"
     for node_id in CRASH_TESTS[connector]:
         assert kit_calls(node_id), f"{node_id} does not kill its batches through tests/crash_kit.py"
+
+
+@pytest.mark.parametrize("connector", CONNECTORS)
+def test_every_connector_has_a_crash_test_that_kills_a_long_running_worker(connector):
+    assert connector in WORKER_CRASH_TESTS, f"connector {connector} has no crash test of a long-running worker"
+    for node_id in WORKER_CRASH_TESTS[connector]:
+        assert kit_calls(node_id, through_worker=True), \
+            f"{node_id} does not kill a worker through tests/crash_kit.py (through_worker=True)"
 
 
 def test_the_check_sees_a_test_that_kills_on_its_own(tmp_path, monkeypatch):

@@ -81,3 +81,7 @@ def baseline(prepared, tmp_path_factory):
 
 def test_killed_after_each_step_then_run_again(tmp_path, prepared, baseline):
     check_exactly_once(_scenario(prepared), tmp_path, baseline)
+
+
+def test_a_long_running_worker_killed_after_each_step_then_run_again(tmp_path, prepared, baseline):
+    check_exactly_once(_scenario(prepared), tmp_path, baseline, through_worker=True)

@@ -184,7 +184,8 @@ def _state(books: Books) -> tuple[list[tuple], list[dict], int]:
     return topic_rows(books.lake, CRASH_TOPIC), found, topic_commits(books.lake, CRASH_TOPIC)
 
 
-def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mode: str) -> None:
+def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mode: str, *,
+                              through_worker: bool = False) -> None:
     """Three batches (the book's rows; SECOND_BATCH; LATE_BOOK) in a run that never crashed, then the same
     on a fresh table and lake with the second batch killed after each step in turn (every later run
     resumes it and is killed one step further on) and a last clean run: the same records with the
@@ -192,7 +193,7 @@ def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mod
     processes; the others are made in this process (tests/conftest.py `run_here`).
 
     `start(tag, config)` makes the fresh table and the connector (CRASH_CONNECTOR, config on top of
-    CrashMode.config)."""
+    CrashMode.config). `through_worker`: the killed processes are long-running workers (tests/crash_kit.py)."""
     spec = CRASH_MODES[mode]
     config = {"topic.prefix": CRASH_TOPIC.removesuffix("kafka_books"), **spec.config}
 
@@ -211,7 +212,7 @@ def check_crash_at_every_step(start: Callable[[str, dict[str, str]], Books], mod
     crashed = start("crashed", config)
     run_here(crashed.worker, CRASH_CONNECTOR)
     crashed.sql(SECOND_BATCH)
-    kill_at_each_step(crashed.worker, CRASH_CONNECTOR, SOURCE_STEPS, batch=2,
+    kill_at_each_step(crashed.worker, CRASH_CONNECTOR, SOURCE_STEPS, batch=2, through_worker=through_worker,
                       after_each=lambda step: crashed.sql([LATE_BOOK]) if step == spec.late_after else None)
     (report,) = run_here(crashed.worker, CRASH_CONNECTOR)
     assert (report.batch_id, report.records) == (3, spec.third), report.summary()

@@ -146,6 +146,16 @@ def test_crash_at_every_step_of_a_batch(tmp_path, mode):
     check_crash_at_every_step(start, mode)
 
 
+def test_crash_of_a_long_running_worker_at_every_step_of_a_batch(tmp_path):
+    """The same kills in incrementing mode, of a `lakeconnect worker` running the batch a delegating
+    `lakeconnect run` asked of it."""
+    def start(tag: str, config: dict[str, str]) -> Books:
+        base, db, worker = _setup(tmp_path, CRASH_CONNECTOR, config, tag)
+        return Books(base / "lake", worker, lambda statements: _sql(db, ";".join(statements)))
+
+    check_crash_at_every_step(start, "incrementing", through_worker=True)
+
+
 def test_names_with_quotes_and_sql_are_copied_and_settings_with_sql_refused(tmp_path):
     table, ident, _, _ = odd_names('"')
     base, db, worker = _setup(tmp_path, "odd", {**ODD_CONFIG, "table.whitelist": table,

@@ -43,6 +43,25 @@ def db(services):
     db.close()
 
 
+def test_a_long_running_worker_killed_at_every_step_of_a_binlog_batch(tmp_path, services, db):
+    """The binlog batch, killed after each step in a `lakeconnect worker` running the batch a delegating
+    `lakeconnect run` asked of it; the snapshot before and the run after in this process."""
+    config = connector_config(services, **{"topic.prefix": "crash", "database.include.list": DB,
+                                            "table.include.list": f"{DB}.kafka_books,{DB}.authors"})
+    clean = create(tmp_path / "clean", "cdc", config)
+    crashed = create(tmp_path / "crashed", "cdc", {**config, "database.server.id": "10002"})
+    run(clean, "cdc")
+    run(crashed, "cdc")
+    db(*CHANGES)
+    run(clean, "cdc")
+    kill_at_each_step(crashed, "cdc", SOURCE_STEPS, batch=2, through_worker=True)
+    run(crashed, "cdc")
+    for topic in (BOOKS, AUTHORS):
+        assert comparable(tmp_path / "crashed" / "lake", topic) == comparable(tmp_path / "clean" / "lake", topic)
+        assert topic_commits(tmp_path / "crashed" / "lake", topic) == topic_commits(tmp_path / "clean" / "lake", topic)
+    assert comparable_offsets(crashed, "cdc") == comparable_offsets(clean, "cdc")
+
+
 def test_killed_at_every_step_of_a_snapshot_and_a_binlog_batch(tmp_path, services, db):
     # with Debezium's transaction topic and blocks, and the snapshot's schema change events
     config = connector_config(services, **{"topic.prefix": "crash", "database.include.list": DB,

@@ -75,6 +75,12 @@ def test_source_killed_after_each_step_of_a_batch(tmp_path, source_baseline):
     assert len(rows) == len(LINES) and len({(r[0], r[1]) for r in rows}) == len(LINES)
 
 
+def test_source_in_a_long_running_worker_killed_after_each_step_of_a_batch(tmp_path, source_baseline):
+    """The same kills, of a `lakeconnect worker` process running the batch a delegating `lakeconnect run` asked
+    for; the run after them in this process."""
+    check_exactly_once(replace(SOURCE, finish=_finish_complete), tmp_path, source_baseline, through_worker=True)
+
+
 def test_source_killed_around_the_first_commit_of_a_topic(tmp_path, source_baseline):
     """The first batch, which creates the topic, killed after the steps around its first commit."""
     lake, worker, source = _setup_source(tmp_path, "lake")
@@ -121,6 +127,11 @@ def sink_baseline(tmp_path_factory, spark):
 
 def test_sink_killed_after_each_step_of_a_batch(tmp_path, spark, sink_baseline):
     written, _ = check_exactly_once(_sink_scenario(spark), tmp_path, sink_baseline)
+    assert len(written.splitlines()) == 200
+
+
+def test_sink_in_a_long_running_worker_killed_after_each_step_of_a_batch(tmp_path, spark, sink_baseline):
+    written, _ = check_exactly_once(_sink_scenario(spark), tmp_path, sink_baseline, through_worker=True)
     assert len(written.splitlines()) == 200
 
 

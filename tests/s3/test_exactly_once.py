@@ -88,6 +88,10 @@ def test_local_store_killed_after_each_step(tmp_path, spark, local_baseline):
     check_exactly_once(_local_scenario(spark, SINK_STEPS), tmp_path, local_baseline)
 
 
+def test_local_store_in_a_long_running_worker_killed_after_each_step(tmp_path, spark, local_baseline):
+    check_exactly_once(_local_scenario(spark, SINK_STEPS), tmp_path, local_baseline, through_worker=True)
+
+
 @pytest.mark.parametrize("crash", IN_TASKS)
 def test_local_store_killed_inside_the_upload(tmp_path, spark, local_baseline, crash):
     check_exactly_once(_local_scenario(spark, [crash]), tmp_path, local_baseline)

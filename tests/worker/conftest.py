@@ -9,6 +9,8 @@ a user's worker does.
 
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import queue
 import re
@@ -32,7 +34,15 @@ def _shared_jvms():
 
     if _jvms is None:
         _jvms = SharedJvms(REPO / ".services" / "test-jvms", REPO)
+        # runs before the JVMs' close (atexit is last in, first out): py4j's goodbyes would go to streams
+        # pytest (or Airflow's logging) has closed by then
+        atexit.register(_quiet_py4j)
     return _jvms
+
+
+def _quiet_py4j() -> None:
+    for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
+        logging.getLogger(name).disabled = True
 
 
 class WorkerProcess:
