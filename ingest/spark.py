@@ -178,6 +178,12 @@ def _alive(session: SparkSession) -> bool:
     return getattr(sc, "_jsc", None) is not None
 
 
+def current_session() -> SparkSession | None:
+    """The process's Spark session if it has been started and is alive; never starts one."""
+    session = _session
+    return session if session is not None and _alive(session) else None
+
+
 def jvm_exited() -> int | None:
     """The exit status of this process's Spark JVM if it was started here and has stopped (an
     OutOfMemoryError in local mode ends it), else None."""

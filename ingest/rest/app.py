@@ -84,6 +84,7 @@ class ConnectApi:
         c = "/connectors/(?P<name>[^/]+)"
         for method, pattern, handler in (
             ("GET", "/", self.root),
+            ("GET", "/health", self.health),
             ("GET", "/connector-plugins", self.plugins),
             ("GET", "/connector-plugins/(?P<plugin>[^/]+)/config", self.plugin_config),
             ("PUT", "/connector-plugins/(?P<plugin>[^/]+)/config/validate", self.validate),
@@ -156,6 +157,14 @@ class ConnectApi:
         return Response(status, answer, raw, REGISTRY_CONTENT_TYPE)
 
     # --- worker and plugins ------------------------------------------------------------------------
+
+    def health(self, **_) -> Response:
+        """KIP-1017's health check (Kafka Connect 3.9), and a long-running worker's runs and resources."""
+        body: dict[str, Any] = {"status": "healthy",
+                                "message": "Worker has completed startup and is ready to handle requests."}
+        if self.runs is not None:
+            body["worker"] = self.runs.health()
+        return Response(200, body)
 
     def root(self, **_) -> Response:
         try:

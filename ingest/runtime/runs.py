@@ -31,6 +31,7 @@ import contextvars
 import datetime as dt
 import itertools
 import logging
+import os
 import threading
 import traceback
 from collections import OrderedDict, deque
@@ -198,6 +199,19 @@ class RunService:
         self._pool.submit(self._execute, run)
         return run
 
+    def health(self) -> dict[str, Any]:
+        """What an operator sizes a worker by: runs going on and waiting, and the process's and its Spark
+        JVM's memory, threads and open files (the JVM's only once a run has started its session)."""
+        with self._lock:
+            states = [r.state for r in self._active.values()]
+        out: dict[str, Any] = {"runs": {"running": states.count(RUNNING_NOW), "queued": states.count(QUEUED),
+                                        "max": self.max_runs, "queue_max": self.max_queued},
+                               "process": _process_stats()}
+        jvm = _jvm_stats()
+        if jvm is not None:
+            out["jvm"] = jvm
+        return out
+
     def history(self, connector: str, limit: int = HISTORY) -> list[dict[str, Any]]:
         with self._lock:
             runs = list(self._history.get(connector, ()))
@@ -299,6 +313,42 @@ class RunService:
                                     "committed and the next run resumes the batch")
         logging.getLogger("lakeconnect").removeHandler(self._handler)
         return left
+
+
+def _process_stats() -> dict[str, int]:
+    """This process's resident memory, threads and open files (from /proc; what is not there is left out)."""
+    stats: dict[str, int] = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                if name == "VmRSS":
+                    stats["rss_bytes"] = int(value.split()[0]) * 1024
+                elif name == "Threads":
+                    stats["threads"] = int(value)
+        stats["open_files"] = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        pass
+    return stats
+
+
+def _jvm_stats() -> dict[str, Any] | None:
+    """The Spark JVM's heap in use, threads and listener bus queues, if this process's session is up."""
+    from ingest.spark import current_session
+
+    spark = current_session()
+    if spark is None:
+        return None
+    try:
+        jvm = spark._jvm
+        management = jvm.java.lang.management.ManagementFactory
+        gauges = spark.sparkContext._jsc.sc().listenerBus().metrics().metricRegistry().getGauges()
+        queues = {str(k).removeprefix("queue.").removesuffix(".size"): int(gauges.get(k).getValue())
+                  for k in gauges.keySet().toArray() if str(k).endswith(".size")}
+        return {"heap_used_bytes": int(management.getMemoryMXBean().getHeapMemoryUsage().getUsed()),
+                "threads": int(management.getThreadMXBean().getThreadCount()), "listener_queues": queues}
+    except Exception:  # noqa: BLE001 - a JVM going away: no figures rather than a failed health call
+        return None
 
 
 def _bind_thread(worker, connector: str) -> None:

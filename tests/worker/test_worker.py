@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -264,3 +265,43 @@ def test_a_worker_url_that_answers_something_else_or_nothing(served, worker_file
     assert "pw-s3cret" not in done.stderr
     done = delegated(worker_file, "ftp://127.0.0.1:1", "run", "books")
     assert done.returncode == 2 and "is not http://HOST:PORT" in done.stderr
+
+
+def _health(url: str) -> dict:
+    status, kind, body = _call(url, "GET", "/health")
+    assert status == 200
+    return json.loads(body)
+
+
+def test_health_and_many_runs_leave_threads_open_files_and_queues_flat(served):
+    """A short soak (the 10,000-run one is tests/bench/bench_worker.py --soak): threads, open files and
+    Spark's listener queues do not grow with runs; memory is the benchmark's to show. Each count is taken
+    after 11 s without a run: the Delta library's runtime (tokio) starts threads for blocking work as a
+    batch needs them, up to 512, and ends each after 10 s idle."""
+    from ingest.cli.delegate import run_remote
+
+    worker, _, db = served
+
+    def poll(n: int) -> None:
+        for i in range(n):
+            if i % 10 == 0:
+                _more(db, 3)
+            result = run_remote(worker.url, "books", on_log=lambda line: None, on_result=lambda r, s: None)
+            assert result.exit_code == 0, result.error
+
+    poll(20)  # the run threads and Spark's own pools come into being
+    time.sleep(11)
+    before = _health(worker.url)
+    assert before["status"] == "healthy" and before["worker"]["runs"] == {"running": 0, "queued": 0, "max": 4,
+                                                                        "queue_max": 1000}
+    poll(150)
+    time.sleep(11)
+    after = _health(worker.url)
+    process, jvm = (before["worker"]["process"], after["worker"]["process"]), (before["worker"]["jvm"],
+                                                                             after["worker"]["jvm"])
+    assert process[1]["threads"] <= process[0]["threads"] + 2, (before, after)
+    assert process[1]["open_files"] <= process[0]["open_files"] + 2, (before, after)
+    # Spark's cached pools (task launch, block manager, result getters) start threads as jobs need them and end
+    # them after 60 s idle; one kept per run would add 150
+    assert jvm[1]["threads"] <= jvm[0]["threads"] + 100, (before, after)
+    assert all(size < 1000 for size in jvm[1]["listener_queues"].values()), after
