@@ -15,11 +15,17 @@
 #    Kafka Connect and Debezium. `make demo` needs none of them.
 # 5. Compiles the transforms/converters oracle harness (tests/oracle/build.sh) against step 4's jars.
 # With --base (what `make demo` runs), steps 1-3 only, and no Maven package: the demo needs none of step 4.
+# With --bench, for tests/bench/: step 4 also fetches the benchmarks' jars (`fetch_jars.sh --bench`), and
+# 6. creates .venv-dlt, a virtualenv of its own for the dlt baseline (tests/bench/dlt_baseline.py): dlt with
+#    its Delta writer (deltalake), connectorx, SQLAlchemy and PyMySQL, pip-installed from PyPI. Kept out of
+#    .venv so that dlt's pyarrow/deltalake ranges never move lakeconnect's; skipped when its stamp matches.
 # Idempotent; takes well under a second when everything is present.
 set -euo pipefail
 
 BASE=0
+BENCH=0
 [[ "${1:-}" == "--base" ]] && BASE=1
+[[ "${1:-}" == "--bench" ]] && BENCH=1
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -103,7 +109,49 @@ fi
 "$VENV/bin/python" -m ingest.jvm
 
 # --- 4. The test bed's Java artifacts (Kafka broker, Kafka Connect, Debezium), fetched with Maven -------
-((BASE)) || bash "$ROOT/tests/services/fetch_jars.sh"
+if ((BENCH)); then
+    bash "$ROOT/tests/services/fetch_jars.sh" --bench
+else
+    ((BASE)) || bash "$ROOT/tests/services/fetch_jars.sh"
+fi
 
 # --- 5. The oracle harness: Kafka's own transforms and converters over the oracle corpus (tests/oracle) ---
 ((BASE)) || bash "$ROOT/tests/oracle/build.sh"
+
+# --- 6. (--bench) The dlt baseline's own virtualenv ---------------------------------------------------
+# pip compiles every module as it installs (PYTHONDONTWRITEBYTECODE would otherwise make each timed run of
+# the baseline compile dlt again). pandas makes dlt's pyarrow backend faster, as dlt's docs say.
+if ((BENCH)); then
+    DLT_VENV="$ROOT/.venv-dlt"
+    DLT_REQS=(
+        "dlt[deltalake,sql_database]>=1.20,<2"
+        "deltalake>=1.0,<2"
+        "pyarrow>=17,<27"
+        "connectorx>=0.4.2,<0.5"
+        "sqlalchemy>=2.0,<3"
+        "pymysql>=1.1,<2"
+        "numpy>=1.26,<3"
+        "pandas>=2.1,<3"
+    )
+    if [[ ! -x "$DLT_VENV/bin/python" ]]; then
+        echo "setup: creating $DLT_VENV"
+        python3 -m venv "$DLT_VENV"
+    fi
+    echo '*' >"$DLT_VENV/.gitignore"  # .gitignore names .venv/ only: keep the whole venv out of git status
+    dlt_stamp_file="$DLT_VENV/.dlt-install.stamp"
+    dlt_stamp="$( { printf '%s\n' "${DLT_REQS[@]}"; "$DLT_VENV/bin/python" -VV; } | sha256sum | cut -d' ' -f1)"
+    dlt_version() { "$DLT_VENV/bin/python" -c 'import importlib.metadata as m; print("dlt", m.version("dlt"))'; }
+    if [[ -f "$dlt_stamp_file" && "$(cat "$dlt_stamp_file")" == "$dlt_stamp" ]]; then
+        echo "setup: .venv-dlt up to date ($(dlt_version))"
+    else
+        log="$DLT_VENV/dlt-pip-install.log"
+        echo "setup: pip install into .venv-dlt: ${DLT_REQS[*]}"
+        if ! "$DLT_VENV/bin/pip" install --disable-pip-version-check "${DLT_REQS[@]}" >"$log" 2>&1; then
+            echo "setup: installing dlt into .venv-dlt failed; last lines of $log:" >&2
+            tail -n 30 "$log" >&2
+            exit 1
+        fi
+        echo "$dlt_stamp" >"$dlt_stamp_file"
+        echo "setup: .venv-dlt ready ($(dlt_version))"
+    fi
+fi
