@@ -52,7 +52,7 @@ def cmd_worker(args) -> int:
         if server is not None:
             server.shutdown()
 
-    runs = RunService(lambda: Worker(config, base.registry), max_runs=max_runs, max_queued=config[RUNS_QUEUE_MAX],
+    runs = RunService(lambda: Worker(config, base.registry, base.stores), max_runs=max_runs, max_queued=config[RUNS_QUEUE_MAX],
                       on_fatal=on_fatal)
 
     def on_exit() -> None:

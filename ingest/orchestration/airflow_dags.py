@@ -1,7 +1,8 @@
 """The Airflow DAG factory: one DAG per connector (`lakeconnect__<name>`), built from connector specs
 without Spark. Each Airflow task runs `python -m ingest ...` in a process of its own (the project's
 interpreter, local Spark or the cluster the worker's `spark.master` names) and streams its output to the
-task log.
+task log; with a long-running worker named ($LAKECONNECT_WORKER_URL or `worker.url`), a task's run is sent
+to it instead, and the worker's log lines and reports stream into the task log the same way.
 
 DAG `prepare` checks the trigger's params, applies the connector file and carries out pause, resume, reset
 or the snapshot signal; `task-<n>` runs connector task n. Exit code 75 (RetriableError), 3 (another run

@@ -8,8 +8,9 @@ connector does not hold up another's poll. Runs of one task still exclude each o
 lease, as separate processes do: a second is refused with exit code 3.
 
 What one process per run made safe holds here too:
-- Every run gets a `Worker` of its own over the shared config and registry, so it reads the connector's
-  config as stored now (an update is picked up by the next run) and shares no table handle with another.
+- Every run gets a `Worker` of its own over the shared config, registry and state tables, and reads the
+  connector's config as stored now (an update is picked up by the next run). The state tables are shared
+  (they take calls from several threads), so a run reads only the state files committed since the last.
 - A run's failure is its exit code and message, as the CLI's would be; the worker goes on. Only a Spark JVM
   that stopped (an OutOfMemoryError in local mode) ends the worker, since no later run could use it.
 - A run killed with the worker (kill -9, a host lost) leaves its batch PLANNED, and the next run resumes
@@ -196,7 +197,12 @@ class RunService:
         if running + queued >= self.max_runs:
             run.emit({"log": f"queued behind {running + queued - self.max_runs + 1} run(s) "
                              f"(worker.runs.max={self.max_runs} run at once)"})
-        self._pool.submit(self._execute, run)
+        try:
+            self._pool.submit(self._execute, run)
+        except RuntimeError:  # the pool shut down between the check above and here
+            with self._lock:
+                self._active.pop(run.id, None)
+            raise Refused(503, "the worker is shutting down and starts no run; run again once it is back") from None
         return run
 
     def health(self) -> dict[str, Any]:
@@ -240,6 +246,7 @@ class RunService:
         try:
             worker = self.make_worker()
             _bind_thread(worker, run.connector)
+
             def reported(report) -> None:
                 run.reports.append(report.to_json())
                 run.emit({"report": report.to_json(), "summary": f"{run.connector} {report.summary()}"})

@@ -42,7 +42,10 @@ class TaskLogger(logging.LoggerAdapter):
 
 
 class Worker:
-    def __init__(self, config: Config, registry: Registry | None = None):
+    def __init__(self, config: Config, registry: Registry | None = None, stores: Stores | None = None):
+        """`stores`: state tables another Worker of this process opened (a long-running worker's runs share
+        them, so each run reads only the files committed since the last; they take calls from several
+        threads)."""
         self.config = config
         self.registry = registry or default_registry()
         problems = provider_problems(self.registry, config.originals)
@@ -50,9 +53,9 @@ class Worker:
             raise ConfigError(problems, source="the worker configuration")
         self.lake_root = str(config[LAKE_ROOT]).rstrip("/")
         self.storage_options = storage_options(config)
-        self.stores = Stores.open(self.lake_root, configs=config[CONFIGS_TABLE], offsets=config[OFFSET_STORAGE_TOPIC],
-                                  status=config[STATUS_TABLE], runs=config[RUNS_TABLE],
-                                  storage_options=self.storage_options)
+        self.stores = stores or Stores.open(self.lake_root, configs=config[CONFIGS_TABLE],
+                                            offsets=config[OFFSET_STORAGE_TOPIC], status=config[STATUS_TABLE],
+                                            runs=config[RUNS_TABLE], storage_options=self.storage_options)
         self.worker_id = socket.gethostname()
         secrets.register(secret_values(config.originals))
 

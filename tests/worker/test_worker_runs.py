@@ -171,3 +171,23 @@ def test_a_run_until_caught_up_stops_after_its_batch_when_asked(tmp_path):
     con.commit()
     con.close()
     assert [r.outcome for r in run_here(worker_file, "src", until_caught_up=True)] == ["COMMITTED", "EMPTY"]
+
+
+def test_a_runs_secrets_stay_out_of_its_stream_its_history_and_the_worker_log(tmp_path, locked_table):
+    """The database refuses the connector's user, and its message names the user, who is also the password:
+    the run's error, its log lines, the worker's list of runs and its own log all show `[hidden]` instead."""
+    jdbc, _, _ = locked_table
+    secret = f"wk-{uuid.uuid4().hex[:12]}"
+    worker_file = write_worker(tmp_path / "worker.properties", tmp_path / "lake")
+    _connector(worker_file, "denied", jdbc, "held", **{"connection.user": secret, "connection.password": secret,
+                                                       "connection.attempts": "1"})
+    worker = WorkerProcess(worker_file)
+    try:
+        done = worker.run("run", "denied")
+        runs = json.dumps(_runs(worker, "denied"))
+    finally:
+        worker.close()
+    assert done.returncode != 0 and "error: " in done.stderr
+    assert "[hidden]" in done.stderr + runs
+    for text in (done.stdout, done.stderr, runs, worker.log()):
+        assert secret not in text
