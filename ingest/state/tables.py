@@ -37,6 +37,18 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+MERGE_FILES = 64
+"""Once a table's files are kept as more than this many runs, they become one (their rows in the same order)."""
+
+
+def _merged(ordered: list[tuple[tuple[str, ...], pa.Table]]) -> list[tuple[tuple[str, ...], pa.Table]]:
+    """`ordered` (runs of files in the log's order), as one run when it has more than MERGE_FILES."""
+    if len(ordered) <= MERGE_FILES:
+        return ordered
+    return [(tuple(p for paths, _ in ordered for p in paths),
+             pa.concat_tables([rows for _, rows in ordered]).combine_chunks())]
+
+
 class StateTable:
     """One Delta table of state rows with a fixed Arrow schema."""
 
@@ -49,9 +61,11 @@ class StateTable:
         self._guard = threading.RLock()
         """Held while the cached table and files are read or replaced: the REST API reads one store from
         several threads."""
-        self._files: dict[str, pa.Table] = {}
-        """The rows of each data file read so far, by path: files are never rewritten, only added and (by
-        maintenance) removed, so a read only reads the files added since the last one."""
+        self._files: dict[tuple[str, ...], pa.Table] = {}
+        """The rows of the data files read so far, by their paths: files are never rewritten, only added and
+        (by maintenance) removed, so a read only reads the files added since the last one. Runs of consecutive
+        files are kept as one table (`MERGE_FILES`), since a long-running process would otherwise keep a small
+        table, with its buffers, per commit of every poll."""
 
     def _load(self) -> DeltaTable | None:
         if self._table is not None:
@@ -111,10 +125,22 @@ class StateTable:
         else:
             dataset = table.to_pyarrow_dataset()
             readers = {f.path: partial(f.to_table, schema=dataset.schema) for f in dataset.get_fragments()}
-        files = {path: self._files[path] if path in self._files else self._conform(read())
-                 for path, read in readers.items()}
-        self._files = files  # files maintenance removed are dropped
-        return pa.concat_tables(files.values()) if files else self.schema.empty_table()
+        live = list(readers)
+        position = {path: i for i, path in enumerate(live)}
+        files: dict[tuple[str, ...], pa.Table] = {}
+        covered: set[str] = set()
+        for paths, rows in self._files.items():
+            # a run of files still consecutive in the log: maintenance removed none and wrote none between
+            at = [position.get(p) for p in paths]
+            if None not in at and at == list(range(at[0], at[0] + len(at))):
+                files[paths] = rows
+                covered.update(paths)
+        for path in live:
+            if path not in covered:
+                files[(path,)] = self._conform(readers[path]())
+        ordered = sorted(files.items(), key=lambda item: position[item[0][0]])  # the log's order
+        self._files = dict(_merged(ordered))
+        return pa.concat_tables(self._files.values()) if self._files else self.schema.empty_table()
 
     def _conform(self, rows: pa.Table) -> pa.Table:
         """`rows` with this table's columns and types (a column the file lacks is null)."""
