@@ -110,6 +110,8 @@ def _follow(response: http.client.HTTPResponse, shown: str, on_log: Callable[[st
                 continue  # the worker's heartbeat
             try:
                 event = json.loads(line)
+                if not isinstance(event, dict):
+                    raise ValueError("not an object")
             except ValueError:
                 return RemoteRun(EXIT_BAD_INPUT, f"the worker at {shown} sent a line that is not JSON; is it a "
                                                  "lakeconnect worker?")
@@ -121,7 +123,11 @@ def _follow(response: http.client.HTTPResponse, shown: str, on_log: Callable[[st
             elif "not_run" in event:
                 on_result(event["not_run"], str(event.get("summary", "")))
             elif "exit_code" in event:
-                result.exit_code, result.error = int(event["exit_code"]), event.get("error")
+                code, error = event["exit_code"], event.get("error")
+                if not isinstance(code, int) or isinstance(code, bool) or not isinstance(error, (str, type(None))):
+                    return RemoteRun(EXIT_BAD_INPUT, f"the worker at {shown} ended the run with an exit code that is "
+                                                     "not one; is it a lakeconnect worker?")
+                result.exit_code, result.error = code, error
                 return result
     except (OSError, http.client.HTTPException) as e:
         reason = _reason(e)

@@ -38,8 +38,12 @@ def cmd_worker(args) -> int:
     # Runs of different connectors share the session's cores fairly, each connector a scheduler pool.
     config = load_worker(args.worker, overrides={} if "spark.scheduler.mode" in given else FAIR)
     url = args.listen or config[WORKER_URL] or DEFAULT_LISTENER
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    listen = f"{parts.scheme}://{parts.hostname or '127.0.0.1'}:{parts.port}" if parts.port is not None else url
+    # worker.url may carry the user and password clients send: the server listens on its scheme, host and port
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        listen = f"{parts.scheme}://{parts.hostname or '127.0.0.1'}:{parts.port}" if parts.port is not None else url
+    except ValueError:  # not a port: parse_listener below says what is expected
+        listen = url
     options = server_options(args, listen)
     base = Worker(config)
     max_runs = config[RUNS_MAX] or 2 * (os.cpu_count() or 1)

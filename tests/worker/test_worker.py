@@ -224,6 +224,13 @@ def test_bad_run_requests_are_refused_and_run_nothing(served, body, content_type
     assert json.loads(_call(worker.url, "GET", "/connectors/books/runs")[2]) == before
 
 
+@pytest.mark.parametrize("listen", ["http://127.0.0.1:abc", "ftp://x", "http://127.0.0.1:99999"])
+def test_a_listener_that_is_not_one_is_refused_before_anything_starts(worker_file, listen):
+    done = cli_here("worker", "--listen", listen, worker=worker_file)
+    assert done.returncode == 2 and "listeners: expected http://HOST:PORT" in done.stderr, done.stderr
+    assert "unexpected failure" not in done.stderr
+
+
 class _NotAWorker(http.server.BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 - http.server's name
         payload = b"<html>hello</html>"
@@ -305,3 +312,29 @@ def test_health_and_many_runs_leave_threads_open_files_and_queues_flat(served):
     # them after 60 s idle; one kept per run would add 150
     assert jvm[1]["threads"] <= jvm[0]["threads"] + 100, (before, after)
     assert all(size < 1000 for size in jvm[1]["listener_queues"].values()), after
+
+
+@pytest.mark.parametrize("stream, message", [
+    (b"[1]\n", "sent a line that is not JSON"),
+    (b'{"exit_code": "0"}\n', "exit code that is not one"),
+    (b'{"log": "half"}\n', "stopped answering during the run"),
+])
+def test_a_server_that_streams_something_else_gets_a_clear_error(worker_file, stream, message):
+    """What answers the runs call is not trusted: a stream that is not a worker's ends in one error line."""
+    class Streams(_NotAWorker):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Content-Length", str(len(stream)))
+            self.end_headers()
+            self.wfile.write(stream)
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Streams)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        done = delegated(worker_file, f"http://127.0.0.1:{other.server_address[1]}", "run", "books")
+    finally:
+        other.shutdown()
+    assert done.returncode in (2, 75) and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("error: ") == 1
