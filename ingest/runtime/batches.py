@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ingest.runtime.lease import Lease
@@ -38,6 +38,10 @@ def task_app_id(connector: str, task_id: int, *, sink: bool) -> str:
 def task_lease(lake_root: str, connector: str, task_id: int, locks_dir: str | None) -> Lease:
     """The lease a task's batches run under (not yet acquired): one batch of a task at a time."""
     return Lease(lake_root, f"{connector}.task-{task_id}", locks_dir)
+
+
+IDLE_RECORD_EVERY = timedelta(hours=1)
+"""How often a run of idle polls is recorded: its first, then one an hour."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,15 @@ class BatchLog:
         return Batch(int(last["batch_id"]) + 1 if last else 1, None, now())
 
     def empty(self, batch: Batch) -> None:
-        """Nothing to do: recorded, so a schedule's idle polls show in the run history."""
+        """Nothing to do: recorded, so a schedule's idle polls show in the run history. Of consecutive idle
+        polls, one an IDLE_RECORD_EVERY: a connector polled every minute for a quiet week would otherwise
+        commit 10,000 rows that say nothing, and every later read of the table (each batch's, a worker's
+        memory) would pay for them."""
+        rows = self.runs.history(self.connector, self.task_id)
+        last = rows[-1] if rows else None
+        if (last is not None and last["state"] == EMPTY and int(last["batch_id"]) == batch.id
+                and batch.started - last["written_at"] < IDLE_RECORD_EVERY):
+            return
         self.runs.record(self.connector, self.task_id, batch.id, EMPTY)
 
     def planned(self, batch: Batch, plan: Mapping[str, Any]) -> None:

@@ -115,3 +115,28 @@ def test_a_state_table_moved_aside_and_created_again_is_written_where_its_log_go
     assert DeltaTable(stores.offsets.uri).version() == 1
     for s in (stores, Stores.open(str(tmp_path / "lake"), configs="c", offsets="o", status="s", runs="r")):
         assert {k: e.offset for k, e in s.offsets.committed("src").items()} == {'"q"': {"n": 2}}
+
+
+def test_consecutive_idle_polls_are_recorded_once_an_hour(stores):
+    """A quiet connector polled every minute commits one EMPTY row, not one per poll: its runs table (read by
+    every batch, held by a worker) stays the size of its batches. An hour on, the next idle poll is recorded
+    again, and a batch with records starts the count anew."""
+    from ingest.runtime.batches import IDLE_RECORD_EVERY, Batch, BatchLog
+
+    log = BatchLog(stores.runs, "quiet", 0)
+    files = lambda: len(stores.runs._load().file_uris())  # noqa: E731
+    for _ in range(5):
+        batch = log.next()
+        assert batch.id == 1
+        log.empty(batch)
+    assert files() == 1
+    [row] = stores.runs.history("quiet", 0)
+    assert row["state"] == "EMPTY"
+    log.empty(Batch(1, None, row["written_at"] + IDLE_RECORD_EVERY))
+    assert files() == 2
+    batch = log.next()
+    log.planned(batch, {"ranges": []})
+    log.committed(batch, {"records_written": 3})
+    log.empty(log.next())
+    assert [(r["batch_id"], r["state"]) for r in stores.runs.history("quiet", 0)] == [(1, "COMMITTED"), (2, "EMPTY")]
+    assert files() == 5
