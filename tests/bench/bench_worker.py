@@ -17,7 +17,8 @@ services-up`); the benchmark makes its own database (`lc_wbench_<random>`) and d
   `lakeconnect run` without a worker (a process and a Spark JVM of its own).
 - `--bulk N`: a MariaDB table of N rows (bench_jdbc's columns) copied whole: the JDBC source in bulk mode
   into a topic, against dlt's connectorx backend into a Delta table (replace), --reps times interleaved
-  after one untimed run each; best and median, and dlt / lakeconnect (goal >= 1.5 at 1M, >= 2 at 10M).
+  after one untimed run each; best and median, and dlt / lakeconnect (goal >= 1.5 at 1M, >= 2 at 10M). Then
+  the floor: connectorx reading the table alone into Arrow, nothing written (no copy can take less).
 - `--fleet N --minutes M`: N JDBC source connectors (a SQLite table each) on one worker, each polled once a
   minute for M minutes, the polls spread evenly over the minute and sent as Airflow's tasks send them (the
   same HTTP client, in this process); a tenth of the tables get 10 new rows each minute. Run latency
@@ -239,6 +240,38 @@ def bulk(bench: Bench, mariadb: tuple, rows: int, reps: int) -> None:
     for label, pick in (("best", min), ("median", statistics.median)):
         a, b = pick(ours), pick(theirs)
         print(f"  {label}: lakeconnect {a:.2f} s ({rows / a:,.0f} rows/s), dlt {b:.2f} s: dlt/lakeconnect {b / a:.2f}x")
+    floor = read_floor(url, table)
+    goal = statistics.median(theirs) / 2
+    reads = ", ".join(f"{took:.2f} s ({parts} at once)" for parts, took in floor)
+    print(f"  floor: connectorx reading the rows alone into Arrow, nothing written, in ranges: {reads}; "
+          f"2x dlt's median leaves {goal:.2f} s for the whole run")
+
+
+READ_FLOOR = """
+import sys, time
+import connectorx as cx
+url, table, parts = sys.argv[1], sys.argv[2], int(sys.argv[3])
+started = time.perf_counter()
+extra = {"partition_on": "id", "partition_num": parts} if parts > 1 else {}
+rows = cx.read_sql(url, f"SELECT * FROM {table}", return_type="arrow", **extra).num_rows
+print(rows, time.perf_counter() - started)
+"""
+
+
+def read_floor(url: str, table: str) -> list[tuple[int, float]]:
+    """The fastest read of the table there is here, and nothing else: connectorx (Rust, straight into Arrow)
+    in dlt's virtualenv, one range and two at once, the best of two each. No copy of the table can take
+    less than its read."""
+    cx_url = url.replace("mysql+pymysql://", "mysql://", 1)
+    out = []
+    for parts in (1, 2):
+        took = []
+        for _ in range(2):
+            done = subprocess.run([DLT_PYTHON, "-c", READ_FLOOR, cx_url, table, str(parts)], capture_output=True,
+                                  text=True, check=True)
+            took.append(float(done.stdout.split()[1]))
+        out.append((parts, min(took)))
+    return out
 
 
 # --- fleet ------------------------------------------------------------------------------------------------
@@ -292,8 +325,8 @@ def fleet(bench: Bench, n: int, minutes: float) -> None:
     latencies.sort()
     cores = os.cpu_count() or 1
     print(f"  {len(latencies)} runs in {wall:.0f} s, {len(failures)} failed{': ' + failures[0] if failures else ''}")
-    print(f"  run latency p50 {latencies[len(latencies) // 2]:.3f} s, p95 {latencies[int(len(latencies) * 0.95)]:.3f} s,"
-          f" max {latencies[-1]:.3f} s")
+    p50, p95 = latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.95)]
+    print(f"  run latency p50 {p50:.3f} s, p95 {p95:.3f} s, max {latencies[-1]:.3f} s")
     print(f"  CPU of the worker and its JVM: {cpu:.0f} s over {wall:.0f} s = {100 * cpu / wall / cores:.0f}% of "
           f"{cores} cores")
 
