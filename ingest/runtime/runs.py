@@ -323,7 +323,8 @@ class RunService:
 
 
 def _process_stats() -> dict[str, int]:
-    """This process's resident memory, threads and open files (from /proc; what is not there is left out)."""
+    """This process's resident memory, threads and open files (from /proc; what is not there is left out), and
+    the bytes Arrow's memory pool holds."""
     stats: dict[str, int] = {}
     try:
         with open("/proc/self/status") as f:
@@ -336,6 +337,9 @@ def _process_stats() -> dict[str, int]:
         stats["open_files"] = len(os.listdir("/proc/self/fd"))
     except OSError:
         pass
+    import pyarrow as pa
+
+    stats["arrow_bytes"] = pa.total_allocated_bytes()  # Arrow's pool: part of the RSS, not Python objects
     return stats
 
 

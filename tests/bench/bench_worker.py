@@ -350,7 +350,8 @@ def soak(bench: Bench, runs: int) -> None:
             subprocess.run(["jcmd", str(jvm), "GC.run"], capture_output=True)
         h = bench.health()
         p, j = h["process"], h.get("jvm", {})
-        print(f"  {label:>14}: RSS {p['rss_bytes'] / 2**20:.0f} MiB, threads {p['threads']}, open files "
+        print(f"  {label:>14}: RSS {p['rss_bytes'] / 2**20:.0f} MiB (Arrow's pool {p['arrow_bytes'] / 2**20:.1f}), "
+              f"threads {p['threads']}, open files "
               f"{p['open_files']}; JVM heap {j.get('heap_used_bytes', 0) / 2**20:.0f} MiB after a full GC, "
               f"threads {j.get('threads')}, listener queues {j.get('listener_queues')}", flush=True)
 

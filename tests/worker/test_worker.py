@@ -308,6 +308,7 @@ def test_health_and_many_runs_leave_threads_open_files_and_queues_flat(served):
                                                                              after["worker"]["jvm"])
     assert process[1]["threads"] <= process[0]["threads"] + 2, (before, after)
     assert process[1]["open_files"] <= process[0]["open_files"] + 2, (before, after)
+    assert process[1]["arrow_bytes"] <= process[0]["arrow_bytes"] + 2**20, (before, after)  # no batch's buffers kept
     # Spark's cached pools (task launch, block manager, result getters) start threads as jobs need them and end
     # them after 60 s idle; one kept per run would add 150
     assert jvm[1]["threads"] <= jvm[0]["threads"] + 100, (before, after)
