@@ -1,36 +1,28 @@
 """`lakeconnect topics …`: Kafka's console tools over the worker's topics (Delta tables or a Kafka cluster).
 
-`produce` reads one record per line from stdin (`--property parse.key=true` splits key and value at
-`key.separator`, a tab by default); `consume` prints one record per line, key and value decoded as text
-(`print.key=true` prints `key<TAB>value`, `null` for a null value), like kafka-console-consumer.
+`produce` reads one record per line from stdin, split by kafka-console-producer's `--property` settings
+(parse.key, key.separator, parse.headers, null.marker, …); `consume` prints each record as
+kafka-console-consumer's default formatter does (print.key, print.timestamp, print.headers, …). The
+properties and their parsing are in `ingest.cli.console`.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import sys
 import time
 import uuid
 
-from ingest.config.worker import LAKE_ROOT, load_worker, spark_settings, storage_options
-from ingest.errors import ConfigError, Problem
+from ingest.cli.console import (
+    FORMATTER_PROPERTIES, READER_PROPERTIES, ConsumedRecord, LineReader, ProducedLine, RecordFormatter, read_lines,
+    tool_properties, write_all,
+)
+from ingest.config.worker import LAKE_ROOT, OFFSET_STORAGE_TOPIC, load_worker, spark_settings, storage_options
+from ingest.errors import ConfigError, DataError, Problem
 
 PRODUCE_CHUNK = 100_000
-
-
-def _properties(pairs: list[str] | None) -> dict[str, str]:
-    props: dict[str, str] = {}
-    problems = []
-    for p in pairs or []:
-        key, sep, value = p.partition("=")
-        if not sep:
-            problems.append(Problem("--property", f"expected key=value, got '{p}'"))
-            continue
-        props[key.strip()] = value.encode().decode("unicode_escape")
-    if problems:
-        raise ConfigError(problems)
-    return props
 
 
 def _context(args):
@@ -110,99 +102,146 @@ def cmd_describe(args) -> int:
     return 0
 
 
+def _stdin():
+    """stdin as UTF-8 text, undecodable bytes replaced, line ends kept for `read_lines` (as Java reads it)."""
+    binary = getattr(sys.stdin, "buffer", None)
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="") if binary else sys.stdin
+
+
+def _parsed_chunk(reader: LineReader, lines, before: int) -> list[ProducedLine]:
+    """The next lines' records (up to PRODUCE_CHUNK); `before` lines were written. A malformed line fails the
+    chunk before any of it is written: nothing at all when the input is one chunk."""
+    records, problems = [], []
+    for i, line in enumerate(itertools.islice(lines, PRODUCE_CHUNK)):
+        try:
+            records.append(reader.parse(line, before + i + 1))
+        except DataError as e:
+            problems.append(Problem(None, str(e)))
+    if problems:
+        written = ("nothing was written" if before == 0 else
+                   f"the records of lines 1-{before} were written, nothing from line {before + 1} on")
+        shown = problems[:10] + ([Problem(None, f"… and {len(problems) - 10} more malformed lines")]
+                                 if len(problems) > 10 else [])
+        raise ConfigError(shown + [Problem(None, f"{written}; fix the lines (or set --property ignore.error=true "
+                                                 f"to take a line without its separator whole) and run again")])
+    return records
+
+
 def cmd_produce(args) -> int:
+    """kafka-console-producer: one record per stdin line, split as Kafka's LineMessageReader splits it."""
     import pyarrow as pa
 
-    props = _properties(args.property)
-    parse_key = props.get("parse.key", "false").lower() == "true"
-    sep = props.get("key.separator", "\t")
+    from ingest.topics.layout import HEADER_TYPE
+
+    reader = LineReader(tool_properties(READER_PROPERTIES, args.property, "kafka-console-producer"))
+    lines = read_lines(_stdin())
+    chunk = _parsed_chunk(reader, lines, 0)  # before the topic is created: a bad line leaves nothing behind
     table, worker = _topic(args)
     if not table.exists():
         table.create(args.partitions, if_not_exists=True)
         print(f"[topic {args.topic} created with {args.partitions} partition(s)]", file=sys.stderr)
-    spark = _spark(worker)
+    spark = _spark(worker) if chunk else None
     run_id = uuid.uuid4().hex
     total = 0
-    lines = (line.rstrip("\n").rstrip("\r") for line in sys.stdin)
-    seq = 0
-    while True:
-        chunk = list(itertools.islice(lines, PRODUCE_CHUNK))
-        if not chunk:
-            break
-        keys, values, problems = [], [], []
-        for i, line in enumerate(chunk):
-            if parse_key:
-                key, found, value = line.partition(sep)
-                if not found:
-                    problems.append(Problem(None, f"line {total + i + 1}: no key separator {sep!r} found "
-                                                  f"(parse.key=true); nothing from this chunk was written"))
-                    continue
-                keys.append(key.encode())
-            else:
-                keys.append(None)
-                value = line
-            values.append(value.encode())
-        if problems:
-            raise ConfigError(problems[:10])
+    while chunk:
         now = int(time.time() * 1000)
         arrow = pa.table({
-            "partition": pa.nulls(len(values), pa.int32()), "key": pa.array(keys, pa.binary()),
-            "value": pa.array(values, pa.binary()),
-            "headers": pa.nulls(len(values), pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-            "timestamp": pa.array([now] * len(values), pa.timestamp("ms", tz="UTC")),
-            "seq": pa.array(range(seq, seq + len(values)), pa.int64()),
+            "partition": pa.nulls(len(chunk), pa.int32()),
+            "key": pa.array([r.key for r in chunk], pa.binary()),
+            "value": pa.array([r.value for r in chunk], pa.binary()),
+            "headers": pa.array([None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers]
+                                 for r in chunk], pa.list_(HEADER_TYPE)),
+            "timestamp": pa.array([now] * len(chunk), pa.timestamp("ms", tz="UTC")),
+            "seq": pa.array(range(total, total + len(chunk)), pa.int64()),
         })
-        seq += len(values)
-        df = spark.createDataFrame(arrow)
-        table.append(df, app_id=f"console-producer-{run_id}", version=total // PRODUCE_CHUNK + 1)
-        total += len(values)
+        # one app transaction per chunk: a chunk is written once, whatever retries the append makes
+        table.append(spark.createDataFrame(arrow), app_id=f"console-producer-{run_id}",
+                     version=total // PRODUCE_CHUNK + 1)
+        total += len(chunk)
+        chunk = _parsed_chunk(reader, lines, total)
     print(f"Produced {total} records to {args.topic}", file=sys.stderr)
     return 0
 
 
-def _text(b) -> str:
-    return "null" if b is None else bytes(b).decode("utf-8", errors="replace")
+def _group_positions(topics, worker, group: str, topic: str, partitions: list[int]) -> dict[int, int]:
+    """The group's committed positions in `topic`, as a sink connector finds its own (`connect-<name>`): the
+    lake's offsets table, then the Kafka cluster's group where another client moved it."""
+    committed = {e.partition["kafka_partition"]: e.offset["kafka_offset"]
+                 for e in _offsets_table(worker).committed(group).values()
+                 if e.partition.get("kafka_topic") == topic and "kafka_offset" in (e.offset or {})}
+    for (_, p), found in topics.group_positions(group, [(topic, p) for p in partitions]).items():
+        if p not in committed or not found.ours:
+            committed[p] = found.offset
+    return committed
+
+
+def _commit_group(topics, worker, group: str, topic: str, positions: dict[int, int]) -> None:
+    """The group's next positions, where `_group_positions` reads them (the lake's table, and the Kafka
+    cluster's group on that backend), as kafka-console-consumer's auto-commit leaves them when it exits."""
+    from ingest.state.tables import canonical_json
+
+    _offsets_table(worker).commit(group, {canonical_json({"kafka_partition": p, "kafka_topic": topic}):
+                                          {"kafka_offset": o} for p, o in positions.items()}, task=0, batch_id=0)
+    topics.commit_group(group, {(topic, p): o for p, o in positions.items()})
+
+
+def _offsets_table(worker):
+    from ingest.state.stores import OffsetStore, state_uri
+
+    return OffsetStore(state_uri(str(worker[LAKE_ROOT]), worker[OFFSET_STORAGE_TOPIC]), storage_options(worker) or {})
 
 
 def cmd_consume(args) -> int:
+    """kafka-console-consumer over the records there are now: printed as Kafka's DefaultMessageFormatter
+    prints them; with --group, from the group's committed positions and committing where it stopped."""
     from pyspark.sql import functions as F
 
-    props = _properties(args.property)
-    print_key = props.get("print.key", "false").lower() == "true"
-    print_partition = props.get("print.partition", "false").lower() == "true"
-    print_offset = props.get("print.offset", "false").lower() == "true"
-    sep = props.get("key.separator", "\t")
-    table, worker = _topic(args)
+    formatter = RecordFormatter(tool_properties(FORMATTER_PROPERTIES, args.property, "kafka-console-consumer"))
+    if args.group is not None and (args.partition is not None or args.offset is not None):
+        raise ConfigError([Problem("--group", "cannot be given with --partition or --offset, as "
+                                              "kafka-console-consumer refuses them: a group's consumer reads every "
+                                              "partition from the group's positions; drop one of them")])
+    topics, worker = _backend(args)
+    table = topics.topic(args.topic)
     d = table.describe()
     if args.partition is not None and not 0 <= args.partition < d.partitions:
         raise ConfigError([Problem("--partition", f"topic {args.topic} has partitions 0..{d.partitions - 1}")])
     parts = [args.partition] if args.partition is not None else list(range(d.partitions))
+    committed = _group_positions(topics, worker, args.group, args.topic, parts) if args.group is not None else {}
     ranges = {}
     for p in parts:
-        start = d.start_offsets.get(p, 0) if (args.from_beginning or args.offset is not None) else d.end_offsets.get(p, 0)
+        first, end = d.start_offsets.get(p, 0), d.end_offsets.get(p, 0)
+        if first <= committed.get(p, -1) <= end:
+            start = committed[p]
+        else:  # no position, or one outside the log: auto.offset.reset, earliest with --from-beginning
+            start = first if (args.from_beginning or args.offset is not None) else end
         if args.offset is not None:
             start = max(start, args.offset)
-        ranges[p] = (start, d.end_offsets.get(p, 0))
+        ranges[p] = (start, end)
+    # Kafka's loop: `while (count < max || max == -1)`; -1 (or none) is no limit, another negative one prints nothing
+    limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
+    positions = {p: s for p, (s, _) in ranges.items()}
     count = 0
-    if any(e > s for s, e in ranges.values()):
+    if limit != 0 and any(e > s for s, e in ranges.values()):
         _spark(worker)
-        df = table.read({p: r for p, r in ranges.items() if r[1] > r[0]})
-        rows = df.select("partition", "offset", "key", "value").orderBy(F.col("partition"), F.col("offset"))
-        out = sys.stdout
-        for row in rows.toLocalIterator():
-            if args.max_messages is not None and count >= args.max_messages:
-                break
-            parts_ = []
-            if print_partition:
-                parts_.append(f"Partition:{row['partition']}")
-            if print_offset:
-                parts_.append(f"Offset:{row['offset']}")
-            if print_key:
-                parts_.append(_text(row["key"]))
-            parts_.append(_text(row["value"]))
-            out.write(sep.join(parts_) + "\n")
-            count += 1
-        out.flush()
+        rows = table.read({p: r for p, r in ranges.items() if r[1] > r[0]}).select(
+            "partition", "offset", F.expr("unix_millis(timestamp)").alias("timestamp"), "timestamp_type",
+            "key", "value", "headers").orderBy(F.col("partition"), F.col("offset"))
+        if limit is not None:
+            rows = rows.limit(limit)
+
+        def formatted():
+            nonlocal count
+            for row in rows.toLocalIterator():
+                positions[row["partition"]] = row["offset"] + 1
+                count += 1
+                yield formatter.format(ConsumedRecord(
+                    row["partition"], row["offset"], row["timestamp"], row["timestamp_type"], row["key"],
+                    row["value"], [(h["key"], h["value"]) for h in row["headers"] or []]))
+
+        write_all(sys.stdout, formatted())
+    if args.group is not None:
+        _commit_group(topics, worker, args.group, args.topic, positions)
     print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
 
@@ -234,5 +273,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("topic"), p.add_argument("--from-beginning", action="store_true")
     p.add_argument("--property", action="append", metavar="NAME=VALUE")
     p.add_argument("--partition", type=int), p.add_argument("--offset", type=int)
-    p.add_argument("--max-messages", type=int)
+    p.add_argument("--max-messages", type=int, help="print at most N records (-1: no limit), then exit")
+    p.add_argument("--group", help="consumer group: start from its committed positions (else as --from-beginning "
+                                   "says) and commit where consume stopped")
     p.set_defaults(func=cmd_consume)
