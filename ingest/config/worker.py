@@ -42,8 +42,13 @@ WORKER_URL = "worker.url"
 RUNS_MAX = "worker.runs.max"
 RUNS_QUEUE_MAX = "worker.runs.queue.max"
 SHUTDOWN_TIMEOUT_MS = "worker.shutdown.timeout.ms"
-WORKER_KEYS = (WORKER_URL, RUNS_MAX, RUNS_QUEUE_MAX, SHUTDOWN_TIMEOUT_MS)
-"""The long-running worker's own keys: `worker.` is otherwise a prefix MSK Connect blocks."""
+TOPIC_TRACKING_ENABLE = "topic.tracking.enable"
+TOPIC_TRACKING_ALLOW_RESET = "topic.tracking.allow.reset"
+WORKER_KEYS = (WORKER_URL, RUNS_MAX, RUNS_QUEUE_MAX, SHUTDOWN_TIMEOUT_MS, TOPIC_TRACKING_ENABLE,
+               TOPIC_TRACKING_ALLOW_RESET)
+"""The worker's own keys under prefixes MSK Connect blocks (`worker.`, `topic.tracking.`): the long-running
+worker's, and Kafka Connect's topic tracking (KIP-558), which MSK keeps for itself and lakeconnect's REST API
+honours."""
 OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
 PRINCIPAL_KEYS = {"sasl.jaas.config", "sasl.mechanism", "security.protocol"}
 
@@ -141,6 +146,13 @@ def worker_config_def() -> ConfigDef:
              doc="On SIGTERM or Ctrl-C the worker starts no run and waits this long for the batches in progress "
                  "(runs until caught up stop after their current batch); a batch still running then resumes at "
                  "the next run.")
+    d.define(TOPIC_TRACKING_ENABLE, Type.BOOLEAN, True, importance=Importance.LOW, group="Worker",
+             doc="Kafka Connect's: the REST API answers GET /connectors/{name}/topics with the topics each "
+                 "connector's committed batches wrote (a source) or read (a sink) since its set was last reset; "
+                 "false answers it (and the reset) with 403 \"Topic tracking is disabled.\"")
+    d.define(TOPIC_TRACKING_ALLOW_RESET, Type.BOOLEAN, True, importance=Importance.LOW, group="Worker",
+             doc="Kafka Connect's: PUT /connectors/{name}/topics/reset empties a connector's set of active topics; "
+                 "false answers it with 403 \"Topic tracking reset is disabled.\"")
     d.define("config.providers", Type.LIST, "", group="Config providers",
              doc="Names of config providers, each with config.providers.<name>.class.")
     for prefix in ("spark.", "lake.storage.", "config.providers.", "key.converter.", "value.converter.",

@@ -23,10 +23,12 @@ from ingest.config.configdef import (HIDDEN, NO_DEFAULT, ConfigDef, ConfigKey, T
                                      masked_value, secret_values)
 from ingest.config.connector import CONNECTOR_CLASS, NAME, TASKS_MAX, common_config_def
 from ingest.config.loader import config_size_problems, parse_json
+from ingest.config.worker import TOPIC_TRACKING_ALLOW_RESET, TOPIC_TRACKING_ENABLE
 from ingest.errors import ConcurrentRunError, ConfigError, LakeConnectError, StateError
 from ingest.orchestration.specs import dag_id
 from ingest.registry import PluginInfo, PluginKind
 from ingest.rest import routes
+from ingest.rest.loggers import LEVELS, LoggerError, Loggers, level_name, parse_level
 from ingest.config import secrets
 from ingest.schema_registry.api import PREFIX as REGISTRY_PREFIX
 from ingest.schema_registry.api import RegistryApi
@@ -78,6 +80,7 @@ class ConnectApi:
         # of locks however many names requests make up.
         self._locks = [threading.Lock() for _ in range(64)]
         self._registry_lock = threading.Lock()
+        self._loggers = Loggers()  # the process's: a `lakeconnect worker`'s runs log through the same loggers
         worker.registry.plugins()  # the plugins are found once, before threads look them up
         self.registry = RegistryApi(SchemaStore(state_uri(worker.lake_root, SCHEMAS_TABLE), worker.storage_options))
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
@@ -85,6 +88,7 @@ class ConnectApi:
         for method, pattern, handler in (
             ("GET", "/", self.root),
             ("GET", "/health", self.health),
+            ("GET", "/metrics", self.metrics),
             ("GET", "/connector-plugins", self.plugins),
             ("GET", "/connector-plugins/(?P<plugin>[^/]+)/config", self.plugin_config),
             ("PUT", "/connector-plugins/(?P<plugin>[^/]+)/config/validate", self.validate),
@@ -96,7 +100,11 @@ class ConnectApi:
             ("PUT", c + "/config", self.put_config),
             ("GET", c + "/status", self.status),
             ("GET", c + "/tasks", self.tasks),
+            ("GET", c + "/tasks-config", self.tasks_config),
             ("GET", c + "/tasks/(?P<task>[0-9]+)/status", self.task_status),
+            ("POST", c + "/tasks/(?P<task>-?[0-9]+)/restart", self.restart_task),
+            ("GET", c + "/topics", self.topics),
+            ("PUT", c + "/topics/reset", self.reset_topics),
             ("PUT", c + "/pause", lambda name, **_: self._target(name, PAUSED, 202)),
             ("PUT", c + "/resume", lambda name, **_: self._target(name, RUNNING, 202)),
             ("PUT", c + "/stop", lambda name, **_: self._target(name, STOPPED, 204)),
@@ -106,6 +114,9 @@ class ConnectApi:
             ("DELETE", c + "/offsets", self.reset_offsets),
             ("POST", c + "/runs", self.start_run),
             ("GET", c + "/runs", self.list_runs),
+            ("GET", "/admin/loggers", self.loggers),
+            ("GET", "/admin/loggers/(?P<logger>[^/]+)", self.logger),
+            ("PUT", "/admin/loggers/(?P<logger>[^/]+)", self.set_logger),
         ):
             self._routes.append((method, re.compile(pattern.rstrip("/") + "/?"), handler))
 
@@ -127,7 +138,7 @@ class ConnectApi:
                 return handler(query=query, body=body, **params)
             with self._serial(params["name"]):
                 return handler(query=query, body=body, **params)
-        except RestError as e:
+        except (RestError, LoggerError) as e:
             return _error(e.status, e.message, sent)
         except ConfigError as e:
             return _error(400, e.render(), sent)
@@ -165,6 +176,11 @@ class ConnectApi:
         if self.runs is not None:
             body["worker"] = self.runs.health()
         return Response(200, body)
+
+    def metrics(self, **_) -> Response:
+        """Kafka Connect's metrics (ch. 9) in Prometheus's text format, from the state tables."""
+        from ingest.runtime.metrics import CONTENT_TYPE, metrics_text
+        return Response(200, raw=metrics_text(self.worker.stores, self.worker.registry), content_type=CONTENT_TYPE)
 
     def root(self, **_) -> Response:
         try:
@@ -360,6 +376,26 @@ class ConnectApi:
                 return Response(200, entry)
         raise RestError(404, f"No status found for task {name}-{task}")
 
+    def tasks_config(self, name: str, **_) -> Response:
+        """Kafka Connect 3.x's deprecated `Map<ConnectorTaskId, Map<String, String>>` (gone in 4.0): each task's
+        config under `<name>-<task>`, the same configs GET /connectors/{name}/tasks shows."""
+        log.warning("The 'GET /connectors/{connector}/tasks-config' endpoint is deprecated and will be removed in "
+                    "the next major release. Please use the 'GET /connectors/{connector}/tasks' endpoint instead.")
+        info = self._info(name)
+        return Response(200, {f"{name}-{t['task']}": info["config"] for t in info["tasks"]})
+
+    def restart_task(self, name: str, task: str, **_) -> Response:
+        """Kafka's task restart (204, DistributedHerder's 404 wording): the task's state goes back to
+        UNASSIGNED, a FAILED one's trace with it, as `restart?includeTasks=true` does for every task."""
+        found = self.worker.stores.configs.get(name)
+        if found is None:
+            raise RestError(404, f"Unknown connector: {name}")
+        number = int(task) if len(task) <= 11 else None
+        if number is None or not 0 <= number < int(found["config"].get(TASKS_MAX) or 1):
+            raise RestError(404, f"Unknown task: {name}-{task}")
+        self.worker.restart_task(name, number)
+        return Response(204)
+
     def _target(self, name: str, state: str, status: int) -> Response:
         self._require(name)
         self.worker.set_target_state(name, state)
@@ -377,6 +413,54 @@ class ConnectApi:
             if entry.get("id", CONNECTOR_TASK) in restarted:
                 entry["state"] = "RESTARTING"
         return Response(202, status)
+
+    # --- active topics (KIP-558) ------------------------------------------------------------------------
+
+    def topics(self, name: str, **_) -> Response:
+        """As Kafka's herder: a connector that does not exist has no active topics (200, not 404)."""
+        if not self.worker.config[TOPIC_TRACKING_ENABLE]:
+            raise RestError(403, "Topic tracking is disabled.")
+        known = self.worker.stores.configs.get(name) is not None
+        return Response(200, {name: {"topics": self.worker.active_topics(name) if known else []}})
+
+    def reset_topics(self, name: str, **_) -> Response:
+        if not self.worker.config[TOPIC_TRACKING_ENABLE]:
+            raise RestError(403, "Topic tracking is disabled.")
+        if not self.worker.config[TOPIC_TRACKING_ALLOW_RESET]:
+            raise RestError(403, "Topic tracking reset is disabled.")
+        if self.worker.stores.configs.get(name) is not None:  # nothing is written for a name no connector has
+            self.worker.reset_active_topics(name)
+        return Response(202)
+
+    # --- loggers (KIP-495, KIP-976) ----------------------------------------------------------------
+
+    def loggers(self, **_) -> Response:
+        return Response(200, self._loggers.all_levels())
+
+    def logger(self, logger: str, **_) -> Response:
+        return Response(200, self._loggers.level(logger))
+
+    def set_logger(self, logger: str, query: Mapping[str, list[str]], body: bytes, **_) -> Response:
+        if len(body) > _LOGGER_BODY_MAX:
+            raise RestError(413, f"request body too large (at most {_LOGGER_BODY_MAX} bytes for a logger's level)")
+        request = _json_body(body)
+        if not isinstance(request, dict):
+            raise RestError(400, 'expected {"level": "DEBUG"} (one of ' + ", ".join(LEVELS) + ")")
+        level = request.get("level")
+        if level is None:
+            raise RestError(400, "Desired 'level' parameter was not specified in request.")
+        if isinstance(level, (dict, list)):
+            raise RestError(400, "level must be a string: one of " + ", ".join(LEVELS))
+        # Jackson reads a number or a boolean into Kafka's Map<String, String> as its text
+        number = parse_level(level if isinstance(level, str) else json.dumps(level))
+        scope = (query.get("scope") or ["worker"])[-1]
+        if scope.lower() not in ("worker", "cluster"):
+            log.warning("Received invalid scope %r in request to adjust logging level; will default to worker",
+                        scope[:100])
+        changed = self._loggers.set_level(logger, number)  # refuses a name outside root and lakeconnect
+        log.info("Set level of namespace %s and children to %s", logger, level_name(number))
+        # lakeconnect's processes are no cluster: a cluster-wide change is this process's, answered as Kafka does
+        return Response(204) if scope.lower() == "cluster" else Response(200, changed)
 
     # --- offsets (KIP-875) -------------------------------------------------------------------------
 
@@ -446,6 +530,8 @@ class ConnectApi:
 
 
 _RUN_FIELDS = ("task", "until_caught_up", "skip_missing_task")
+_LOGGER_BODY_MAX = 4096
+"""Bytes a logger level's body may have: `{"level": "DEBUG"}` is 18."""
 
 
 # --- helpers ---------------------------------------------------------------------------------------

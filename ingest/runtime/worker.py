@@ -27,7 +27,7 @@ from ingest.runtime.pipeline import Pipeline
 from ingest.runtime.runner import BatchReport, BatchRunner
 from ingest.state.stores import (CONNECTOR_TASK, FAILED, PAUSED, RUNNING, STOPPED, UNASSIGNED,
                                  Stores, state_uri)
-from ingest.state.stores import OffsetStore
+from ingest.state.stores import COMMITTED, OffsetStore, TopicResetStore
 from ingest.state.tables import canonical_json
 from ingest.topics.backend import TopicBackend, open_topics
 
@@ -57,6 +57,8 @@ class Worker:
                                             offsets=config[OFFSET_STORAGE_TOPIC], status=config[STATUS_TABLE],
                                             runs=config[RUNS_TABLE], storage_options=self.storage_options)
         self.worker_id = socket.gethostname()
+        self.topic_resets = TopicResetStore(state_uri(self.lake_root, f"{config[STATUS_TABLE]}-topic-resets"),
+                                            self.storage_options)
         secrets.register(secret_values(config.originals))
 
     @classmethod
@@ -145,6 +147,29 @@ class Worker:
                                    worker_id=self.worker_id)
             restarted.append(task)
         return restarted
+
+    def restart_task(self, name: str, task: int) -> bool:
+        """Task `task`'s restart: what `restart(include_tasks=True)` does for each task, for this one (its
+        state, a FAILED one's trace with it, goes back to UNASSIGNED; its next run starts afresh). False when
+        the task has no state yet: it has never run, so there is nothing to clear."""
+        self.stores.configs.require(name)
+        if task not in self.stores.status.get(name):
+            return False
+        self.stores.status.set(name, task, UNASSIGNED, worker_id=self.worker_id)
+        return True
+
+    def active_topics(self, name: str) -> list[str]:
+        """KIP-558's active topics: those connector `name`'s committed batches wrote (a source) or read (a
+        sink) since its set was last reset, as the runs table's stats name them."""
+        since = self.topic_resets.last(name)
+        topics: set[str] = set()
+        for row in self.stores.runs.history(name):
+            if row["state"] == COMMITTED and (since is None or row["written_at"] > since):
+                topics.update(json.loads(row["stats"] or "{}").get("topics") or [])
+        return sorted(topics)
+
+    def reset_active_topics(self, name: str) -> None:
+        self.topic_resets.reset(name)
 
     def status(self, name: str, *, runs: int = 0) -> dict[str, Any]:
         """Kafka's connector status, plus the last batch and, when asked, the metrics of the last `runs` batches."""

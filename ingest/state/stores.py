@@ -1,5 +1,6 @@
 """The four state stores: connector configs, offsets, status and runs, each a Delta table under
 `<lake.root>/_connect/<name>`. Names come from the worker config so connectors can share or reuse them.
+Beside the status table, `<status>-topic-resets` records when each connector's active topics were reset.
 """
 
 from __future__ import annotations
@@ -127,6 +128,21 @@ class StatusStore(StateTable):
 
     def get(self, connector: str) -> dict[int, dict[str, Any]]:
         return {r["task"]: r for r in self.latest(["task"], eq("connector", connector))}
+
+
+class TopicResetStore(StateTable):
+    """When each connector's set of active topics (KIP-558) was last emptied: the set is the topics of its
+    batches committed since (the runs table's stats name them), so a reset is one row, not a rewrite."""
+
+    schema = pa.schema([("connector", pa.string()), ("written_at", TS)])
+
+    def reset(self, connector: str) -> None:
+        self.append([{"connector": connector, "written_at": now()}])
+
+    def last(self, connector: str) -> Any:
+        """The time of the connector's last reset (a UTC datetime), or None."""
+        rows = self.latest(["connector"], eq("connector", connector))
+        return rows[0]["written_at"] if rows else None
 
 
 # Run states
