@@ -53,6 +53,13 @@ MODE_TIMESTAMP_INCREMENTING = "timestamp+incrementing"
 MODES = (MODE_BULK, MODE_TIMESTAMP, MODE_INCREMENTING, MODE_TIMESTAMP_INCREMENTING)
 TIMESTAMP_INITIAL_CURRENT = -1
 """`timestamp.initial=-1`: start from the current time (Confluent's TIMESTAMP_INITIAL_CURRENT)."""
+GRANULARITIES = ("connect_logical", "micros_long", "micros_string", "micros_iso_datetime_string", "nanos_long",
+                 "nanos_string", "nanos_iso_datetime_string")
+"""Confluent's TimestampGranularity: how a TIMESTAMP column's values appear in records (offsets keep their form)."""
+ISOLATION_DEFAULT = "DEFAULT"
+ISOLATION_SQL_SERVER_SNAPSHOT = "SQL_SERVER_SNAPSHOT"
+ISOLATION_MODES = (ISOLATION_DEFAULT, "READ_UNCOMMITTED", "READ_COMMITTED", "REPEATABLE_READ", "SERIALIZABLE",
+                   ISOLATION_SQL_SERVER_SNAPSHOT)
 
 
 def _valid_zone(key: str, value: Any) -> str | None:
@@ -100,17 +107,19 @@ def jdbc_source_config_def() -> ConfigDef:
         .define(TABLE_TYPES, Type.LIST, ["TABLE"], ValidString.of("TABLE", "VIEW", case_insensitive=True),
                 Importance.LOW, doc="Table types to copy: TABLE, VIEW, or both.", group="Database")
         .define(TABLE_POLL_INTERVAL_MS, Type.LONG, 60000, Range.at_least(0), Importance.LOW,
-                doc="How often to look for new or removed tables (here: at each batch's plan).",
-                group="Connector")
+                doc="How often to look for new or removed tables, in ms: a process that runs the connector "
+                    "again within this time (a worker, a notebook) reuses the tables it found; each new "
+                    "process looks them up at its first run. 0 = at every run.", group="Connector")
         .define(DIALECT_NAME, Type.STRING, "", ValidString.of("", *[d.name for d in DIALECTS]), Importance.LOW,
                 doc="The database dialect; empty = from the connection URL.", group="Database")
         .define(QUOTE_SQL_IDENTIFIERS, Type.STRING, "ALWAYS", ValidString.of("ALWAYS", "NEVER",
                                                                              case_insensitive=True),
                 Importance.MEDIUM, doc="When to quote table and column names in SQL statements.", group="Database")
-        .define(TRANSACTION_ISOLATION_MODE, Type.STRING, "DEFAULT",
-                ValidString.of("DEFAULT", "READ_UNCOMMITTED", "READ_COMMITTED", "REPEATABLE_READ",
-                               "SERIALIZABLE", "SQL_SERVER_SNAPSHOT", case_insensitive=True),
-                Importance.LOW, doc="Isolation level of the queries.", group="Database")
+        .define(TRANSACTION_ISOLATION_MODE, Type.STRING, ISOLATION_DEFAULT,
+                ValidString.of(*ISOLATION_MODES, case_insensitive=True), Importance.LOW,
+                doc="The transaction isolation level of every connection the source reads with (its plan's "
+                    "and Spark's); DEFAULT = the database's own. SQL_SERVER_SNAPSHOT is for SQL Server only.",
+                group="Database")
         .define(MODE, Type.STRING, "", ValidString.of("", *MODES), Importance.HIGH,
                 doc="How each poll finds rows: bulk (the whole table), incrementing, timestamp, or "
                     "timestamp+incrementing.", group="Mode")
@@ -148,10 +157,17 @@ def jdbc_source_config_def() -> ConfigDef:
         .define(NUMERIC_PRECISION_MAPPING, Type.BOOLEAN, False, importance=Importance.LOW,
                 doc="Deprecated: numeric.mapping=precision_only.", group="Connector")
         .define(QUERY_RETRY_ATTEMPTS, Type.INT, -1, importance=Importance.LOW,
-                doc="Retries of a failed query; -1 = as connection.attempts.", group="Connector")
-        .define(TIMESTAMP_GRANULARITY, Type.STRING, "connect_logical",
-                ValidString.of("connect_logical", "nanos_long", "nanos_string", "nanos_iso_datetime_string"),
-                Importance.LOW, doc="How timestamp columns are represented in records.", group="Connector")
+                doc="Times a plan query (the high-water mark, the database's clock) that fails with a transient "
+                    "error (a lost connection, a deadlock) is tried again, connection.backoff.ms apart, before the "
+                    "task fails; -1 or 0 = the run ends as retriable (exit 75) and the next run tries again, "
+                    "without limit.", group="Connector")
+        .define(TIMESTAMP_GRANULARITY, Type.STRING, GRANULARITIES[0], ValidString.of(*GRANULARITIES,
+                                                                                 case_insensitive=True),
+                Importance.LOW, doc="How TIMESTAMP columns appear in records: connect_logical (Connect's "
+                                    "Timestamp), micros_long/nanos_long (int64 since the epoch), micros_string/"
+                                    "nanos_string (the same as text), micros_iso_datetime_string/"
+                                    "nanos_iso_datetime_string (yyyy-MM-dd'T'HH:mm:ss.SSSSSS[SSS] in db.timezone).",
+                group="Connector")
         .define(LATE_ROWS_WINDOW_MS, Type.LONG, 0, Range.at_least(0), Importance.MEDIUM,
                 doc="Timestamp modes: also look this far back behind the last offset at every poll, so that rows "
                     "committed late by long-running transactions, with a timestamp older than rows already read, "
@@ -194,6 +210,10 @@ class JdbcSourceSettings(Settings):
     poll_interval_ms: int = setting(POLL_INTERVAL_MS)
     topic_prefix: str = setting(TOPIC_PREFIX)
     db_timezone: str | None = setting(DB_TIMEZONE)
+    timestamp_granularity: str = setting(TIMESTAMP_GRANULARITY, str.lower)
+    isolation: str = setting(TRANSACTION_ISOLATION_MODE, str.upper)
+    query_retry_attempts: int = setting(QUERY_RETRY_ATTEMPTS)
+    table_poll_interval_ms: int = setting(TABLE_POLL_INTERVAL_MS)
     late_rows_window_ms: int = setting(LATE_ROWS_WINDOW_MS)
     detect_deletes: bool = setting(DETECT_DELETES, bool)
 
@@ -242,6 +262,11 @@ def check(values: dict[str, Any]) -> list[Problem]:
     if values.get(LATE_ROWS_WINDOW_MS) and query and mode == MODE_TIMESTAMP:
         problems.append(Problem(LATE_ROWS_WINDOW_MS, "needs a way to recognise rows: with a query, use mode "
                                                      "timestamp+incrementing and name its incrementing column"))
+    if str(values.get(TRANSACTION_ISOLATION_MODE) or "").upper() == ISOLATION_SQL_SERVER_SNAPSHOT:
+        # Confluent's validateMultiConfigs; lakeconnect reads no SQL Server, so it is always refused.
+        problems.append(Problem(TRANSACTION_ISOLATION_MODE, f"Isolation mode of `{ISOLATION_SQL_SERVER_SNAPSHOT}` can "
+                                                            "only be configured with a Sql Server Dialect; use "
+                                                            "READ_COMMITTED, REPEATABLE_READ, SERIALIZABLE or DEFAULT"))
     if values.get(DETECT_DELETES) and query:
         problems.append(Problem(DETECT_DELETES, "needs tables with a primary key, not a query; remove one of them"))
     return problems

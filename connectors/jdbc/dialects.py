@@ -85,6 +85,16 @@ class Dialect:
     def sqlalchemy_query(self) -> dict[str, str]:
         return {}
 
+    def isolation_levels(self) -> frozenset[str]:
+        """The isolation levels its JDBC driver supports (`DatabaseMetaData.supportsTransactionIsolationLevel`)."""
+        return frozenset({"READ UNCOMMITTED", "READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"})
+
+    def isolation_options(self, level: str, engine) -> dict[str, str]:
+        """Spark's JDBC reader options (over `reader_options`) that give each of its connections the isolation
+        `level` (READ COMMITTED, ...): a connection property, or a statement run before the read. `engine`: the
+        plan's connection pool (its server's version)."""
+        return {}
+
     def spark_scheme(self, scheme: str) -> str:
         return scheme
 
@@ -127,6 +137,14 @@ class MySqlDialect(Dialect):
     def reader_options(self) -> dict[str, str]:
         return {**super().reader_options(), "sessionInitStatement": "SET time_zone = '+00:00'"}
 
+    def isolation_options(self, level: str, engine) -> dict[str, str]:
+        # One statement (the driver runs no more without allowMultiQueries). The variable's name: MySQL
+        # 5.7.20+ and MariaDB 11.1+ have transaction_isolation, older MariaDB only tx_isolation (gone in MySQL 8).
+        version = engine.dialect.server_version_info or ()
+        modern = version >= (11, 1) if engine.dialect.is_mariadb else version >= (5, 7, 20)
+        variable = "transaction_isolation" if modern else "tx_isolation"
+        return {"sessionInitStatement": f"SET time_zone = '+00:00', SESSION {variable} = '{level.replace(' ', '-')}'"}
+
     def sqlalchemy_query(self) -> dict[str, str]:
         return {"charset": "utf8mb4"}
 
@@ -152,6 +170,11 @@ class PostgresDialect(Dialect):
     def timestamp_literal(self, text: str) -> str:
         return f"TIMESTAMP '{text}'"
 
+    def isolation_options(self, level: str, engine) -> dict[str, str]:
+        # The session's default, set when the connection starts (pgjdbc's `options` property): a statement run
+        # before the read would come too late, inside the transaction Spark's reader has begun (autocommit off).
+        return {"options": "-c default_transaction_isolation=" + level.lower().replace(" ", "\\ ")}
+
 
 @dataclass(frozen=True)
 class SqliteDialect(Dialect):
@@ -169,6 +192,9 @@ class SqliteDialect(Dialect):
             # INTEGER PRIMARY KEY is the rowid: never null, assigned by SQLite when not given.
             return "INTEGER", {"nullable": False, "autoincrement": True}
         return None
+
+    def isolation_levels(self) -> frozenset[str]:
+        return frozenset({"SERIALIZABLE"})  # xerial's driver: SQLite's own (and only) level
 
     def compared_timestamp(self, sql: str) -> str:
         return _SQLITE_TS.format(sql)  # SQLite compares timestamps as text: both sides normalised

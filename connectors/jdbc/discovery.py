@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +164,36 @@ def find_tables(engine: Engine, dialect: Dialect, *, catalog_pattern: str | None
     elif exclude:
         found = [t for t in found if not _listed(t, exclude)]
     return found
+
+
+_TABLE_LISTS: OrderedDict[str, tuple[float, list[TableId]]] = OrderedDict()
+"""The tables each connector config found last in this process, and when (time.monotonic()): Confluent's
+connector looks for new or removed tables every `table.poll.interval.ms`, in a thread beside its tasks; a process
+that runs batch after batch (a worker, a notebook) looks again only once that long has passed."""
+_TABLE_LISTS_KEPT = 64
+
+
+def find_tables_every(interval_ms: int, key: str, find: Callable[[], list[TableId]],
+                      clock: Callable[[], float] = time.monotonic) -> list[TableId]:
+    """`find()`'s tables, or those it gave under `key` less than `interval_ms` ago in this process."""
+    now = clock()
+    with _pools_lock:
+        found = _TABLE_LISTS.get(key)
+    if found is not None and (now - found[0]) * 1000 < interval_ms:
+        return list(found[1])
+    tables = find()
+    with _pools_lock:
+        _TABLE_LISTS[key] = (now, list(tables))
+        _TABLE_LISTS.move_to_end(key)
+        while len(_TABLE_LISTS) > _TABLE_LISTS_KEPT:
+            _TABLE_LISTS.popitem(last=False)
+    return tables
+
+
+def forget_table_lists() -> None:
+    """A table listed is gone: every connector of this process looks its tables up again at its next run."""
+    with _pools_lock:
+        _TABLE_LISTS.clear()
 
 
 def _namespaces(engine, inspector, dialect: Dialect, catalog_pattern: str | None,

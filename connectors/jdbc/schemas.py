@@ -42,7 +42,17 @@ class Column:
     sql_type: str = ""
 
 
-def column_schema(column: Column, numeric_mapping: str, optional: bool | None = None) -> ConnectSchema | None:
+def timestamp_schema(granularity: str, optional: bool) -> ConnectSchema:
+    """A TIMESTAMP column's schema under `timestamp.granularity` (Confluent's TimestampGranularity.schemaFunction)."""
+    if granularity.endswith("_long"):
+        return _primitive("int64", optional)
+    if granularity.endswith("_string"):
+        return _primitive("string", optional)
+    return timestamp(optional)
+
+
+def column_schema(column: Column, numeric_mapping: str, optional: bool | None = None,
+                  granularity: str = "connect_logical") -> ConnectSchema | None:
     """The Connect schema of `column` (None: not mapped). `optional` overrides the column's nullability."""
     opt = column.nullable if optional is None else optional
     t, p, s = column.jdbc_type, column.precision, column.scale
@@ -76,7 +86,7 @@ def column_schema(column: Column, numeric_mapping: str, optional: bool | None = 
     if t == "TIME":
         return time(opt)
     if t == "TIMESTAMP":
-        return timestamp(opt)
+        return timestamp_schema(granularity, opt)
     return None
 
 
@@ -104,13 +114,15 @@ def _numeric(precision: int, scale: int, mapping: str, optional: bool) -> Connec
 
 
 def value_schema(name: str | None, columns: list[Column], numeric_mapping: str,
-                 required: frozenset[str] = frozenset()) -> tuple[ConnectSchema, list[Column]]:
+                 required: frozenset[str] = frozenset(),
+                 granularity: str = "connect_logical") -> tuple[ConnectSchema, list[Column]]:
     """The record value's struct schema (named after the table; unnamed for a query) and the columns it
     holds. Columns in `required` are not optional (the tracked columns of the incremental modes)."""
     fields: list[Field] = []
     kept: list[Column] = []
     for c in columns:
-        schema = column_schema(c, numeric_mapping, optional=False if c.name in required else None)
+        schema = column_schema(c, numeric_mapping, optional=False if c.name in required else None,
+                               granularity=granularity)
         if schema is None:
             log.warning("JDBC type %s (%s) of column %r is not supported; the column is left out of records "
                         "(as Confluent's connector does)", c.jdbc_type, c.sql_type, c.name)

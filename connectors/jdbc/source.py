@@ -8,11 +8,13 @@ query. Each task config carries its tables as JSON under `tables`, as Confluent'
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 
 from connectors.jdbc import config as C
 from connectors.jdbc.dialects import parse_jdbc_url
-from connectors.jdbc.discovery import TASK_TABLES, TableId, connect, find_tables, group_tables, release
+from connectors.jdbc.discovery import (TASK_TABLES, TableId, connect, find_tables, find_tables_every, group_tables,
+                                      release)
 from connectors.jdbc.task import JdbcSourceTask
 from ingest.api import SourceConnector
 from ingest.config.configdef import ConfigDef
@@ -69,15 +71,24 @@ class JdbcSourceConnector(SourceConnector):
         return [{TASK_TABLES: json.dumps([t.to_json() for t in group])} for group in group_tables(tables, max_tasks)]
 
     def tables(self) -> list[TableId]:
+        """The tables to copy: looked up at a process's first run, then again once `table.poll.interval.ms` has
+        passed (a worker's runs in between copy the tables found before)."""
         s = self.settings
         url = parse_jdbc_url(s.url)
-        engine = connect(url, s.user, s.plain_password, s.attempts, s.backoff_ms)
-        try:
-            return find_tables(engine, url.dialect, catalog_pattern=s.catalog_pattern,
-                               schema_pattern=s.schema_pattern, table_types=list(s.table_types),
-                               include=C.tables_included(self.config), exclude=C.tables_excluded(self.config))
-        finally:
-            release(engine)
+        include, exclude = C.tables_included(self.config), C.tables_excluded(self.config)
+
+        def find() -> list[TableId]:
+            engine = connect(url, s.user, s.plain_password, s.attempts, s.backoff_ms)
+            try:
+                return find_tables(engine, url.dialect, catalog_pattern=s.catalog_pattern,
+                                   schema_pattern=s.schema_pattern, table_types=list(s.table_types),
+                                   include=include, exclude=exclude)
+            finally:
+                release(engine)
+
+        # The list depends on these only; the URL may hold a password, so the key is a digest.
+        what = json.dumps([s.url, s.user, s.catalog_pattern, s.schema_pattern, list(s.table_types), include, exclude])
+        return find_tables_every(s.table_poll_interval_ms, hashlib.sha256(what.encode()).hexdigest(), find)
 
 
 def _hide_url_password(jdbc_url: str) -> None:

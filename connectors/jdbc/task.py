@@ -17,6 +17,8 @@ checked literals; table and column names are always quoted.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import logging
 import time
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from collections.abc import Callable, Mapping
@@ -32,32 +34,32 @@ from connectors.jdbc import config as C
 from connectors.jdbc import state as S
 from connectors.jdbc.state import TableState
 from connectors.jdbc.dialects import Dialect, JdbcUrl, parse_jdbc_url, quote_identifier, redact
-from connectors.jdbc.discovery import TableId, connect, release, task_tables
-from connectors.jdbc.errors import transient_sql_error
+from connectors.jdbc.discovery import TableId, connect, forget_table_lists, release, task_tables
+from connectors.jdbc.errors import DRIVER_ERRORS, driver_message, transient_driver_error, transient_sql_error
 from connectors.jdbc.schemas import Column as DbColumn
-from connectors.jdbc.schemas import column_name, describe_columns, value_schema
+from connectors.jdbc.schemas import column_name, describe_columns, timestamp_schema, value_schema
+from connectors.jdbc.values import TS, as_connect, granular_timestamp, offset_ts, ts_offset, utc_instant
 from ingest.api import PlannedRange, SourcePlan, SourceTask
 from ingest.errors import ConfigError, FatalError, Problem, RetriableError
 from ingest.jvm import batch_constant
 from ingest.records import HEADERS, KEY, PARTITION, SEQ, TIMESTAMP, TOPIC, VALUE, RecordBatch, counted_in_background
-from ingest.records.schema import DATE as DATE_LOGICAL
-from ingest.records.schema import TIME as TIME_LOGICAL
-from ingest.records.schema import TIMESTAMP as TIMESTAMP_LOGICAL
 from ingest.records.schema import BOOLEAN_SCHEMA, ConnectSchema, from_spark_type, struct
+from ingest.records.schema import timestamp as timestamp_logical
 from ingest.spark import SessionCache
 from ingest.state.tables import canonical_json
 
 INCREMENTING = "incrementing"
-TS = "timestamp"
-TS_NANOS = "timestamp_nanos"
 BULK_POLLED = "lakeconnect.bulk.polled.ms"
 KEYS_SNAPSHOT = "lakeconnect.keys.snapshot"
 """In the offset with `lakeconnect.detect.deletes`: the key snapshot (see state.py) of the last batch."""
 DELETE_SEQ_BASE = 1 << 62
 """Delete records and tombstones follow a batch's rows: their `seq` starts here."""
 DELETED = "__deleted"
+LOGICAL = C.GRANULARITIES[0]
+"""`timestamp.granularity=connect_logical`: TIMESTAMP columns are Connect Timestamps."""
 MIN_SPLIT_SPAN = 20_000
 """A batch whose key range is narrower than this is read in one query: ranges would cost more than they save."""
+log = logging.getLogger(__name__)
 _VALUES = SessionCache()  # a table's record value expression, per (schema, column types, db.timezone)
 _HEADERS_TYPE = T.ArrayType(T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.StringType())]))
 
@@ -79,6 +81,8 @@ class TableInfo:
     text (parsed in Spark), and the query columns SQLite's driver cannot type."""
     key: tuple[str, ...] = ()
     """The primary key's columns (empty: none, or a query)."""
+    granular: tuple[str, ...] = ()
+    """The TIMESTAMP columns `timestamp.granularity` shows as numbers or text (none with connect_logical)."""
     epoch: tuple[tuple[str, str], ...] = ()
     """(column, "date" or "timestamp"): MySQL and MariaDB columns `select` reads as numbers since the epoch
     (days, microseconds) and the read turns back into Spark dates and timestamps. The driver's own
@@ -106,7 +110,7 @@ class JdbcSourceTask(SourceTask):
         self.late_ms: int = settings.late_rows_window_ms if self.mode in (
             C.MODE_TIMESTAMP, C.MODE_TIMESTAMP_INCREMENTING) else 0
         self.detect_deletes: bool = settings.detect_deletes and not self.query
-        self._engine = None
+        self._engine = self._planner = None
         self._infos: dict[TableId, TableInfo] = {}
         try:
             self.zone = ZoneInfo(settings.db_timezone or "UTC")
@@ -118,29 +122,79 @@ class JdbcSourceTask(SourceTask):
 
     @property
     def engine(self):
+        """The connection pool the plan's queries use, at the configured isolation level."""
         if self._engine is None:
             s = self.settings
             self._engine = connect(self.url, s.user, s.plain_password, s.attempts, s.backoff_ms)
-        return self._engine
+            level = self.isolation_level
+            # A copy of the pool's engine that sets the level on each connection it takes (reset when given back).
+            self._planner = self._engine.execution_options(isolation_level=level) if level else self._engine
+        return self._planner
+
+    @functools.cached_property
+    def isolation_level(self) -> str | None:
+        """`transaction.isolation.mode` as SQL (READ COMMITTED, ...), or None: the database's default. A level the
+        driver does not support sets none, with a warning, as Confluent's `setConnectionIsolationMode` does."""
+        mode = self.settings.isolation
+        if mode == C.ISOLATION_DEFAULT:
+            return None
+        level = mode.replace("_", " ")
+        if level not in self.dialect.isolation_levels():
+            self.log.warning(f"Unable to set {C.TRANSACTION_ISOLATION_MODE}: {mode}. No transaction isolation mode "
+                             "will be set for the queries: Transaction Isolation level not supported by database")
+            return None
+        return level
+
+    def _query(self, sql, params: Mapping[str, Any] | None = None, rows: str = "first"):
+        """One of the plan's queries: its first row (or `rows="scalar"`: its first value). A transient failure (a lost
+        connection, a deadlock) is tried again `query.retry.attempts` times, `connection.backoff.ms` apart, then
+        fails the task; with -1 or 0, it ends the run as retriable at once (the next run tries again)."""
+        import sqlalchemy as sa
+
+        limit, failures = self.settings.query_retry_attempts, 0
+        while True:
+            try:
+                with self.engine.connect() as conn:
+                    result = conn.execute(sa.text(sql) if isinstance(sql, str) else sql, params or {})
+                    return result.scalar() if rows == "scalar" else result.first()
+            except sa.exc.DBAPIError as e:
+                reason = str(getattr(e, "orig", None) or e).splitlines()[0][:300]
+                if not (e.connection_invalidated or transient_sql_error(reason) or transient_driver_error(e)):
+                    raise
+                failures += 1
+                where = f"a query of {redact(self.settings.url)} failed: {reason}"
+                if limit <= 0:
+                    raise RetriableError(f"{where}; nothing of this batch was read, and the run may pass when tried "
+                                         f"again ({C.QUERY_RETRY_ATTEMPTS}={limit}: no limit)") from None
+                if failures > limit:
+                    raise FatalError(f"{where}; failed to query the table after {limit} retries "
+                                     f"({C.QUERY_RETRY_ATTEMPTS}={limit}); nothing of this batch was read") from None
+                self.log.warning(f"{where}; attempting retry {failures} of {limit} ({C.QUERY_RETRY_ATTEMPTS})")
+                time.sleep(self.settings.backoff_ms / 1000)
 
     def explain(self, error: Exception, plan: SourcePlan) -> Exception | None:
         """The database failed while Spark read the batch's rows (a query failing on some row, a connection
         lost): its driver's message, what was being read, and that nothing of the batch was committed."""
-        if not any(marker in str(error) for marker in _DRIVER_ERRORS):
+        if not any(marker in str(error) for marker in DRIVER_ERRORS):
             return None
         read = ", ".join(sorted({str(r.partition.get("table") or "the query") for r in plan.ranges})) or "the batch"
         where = f"reading {read} from {redact(self.settings.url)}"
         if transient_sql_error(str(error)):
-            return RetriableError(f"{where} failed: {_driver_message(error)}. The connection was lost or the "
+            return RetriableError(f"{where} failed: {driver_message(error)}. The connection was lost or the "
                                   "database asked to try again; nothing of this batch was committed, and the run may "
                                   "pass when tried again")
-        return FatalError(f"{where} failed: {_driver_message(error)}. Nothing of this batch was committed: the next "
+        return FatalError(f"{where} failed: {driver_message(error)}. Nothing of this batch was committed: the next "
                           "run reads the same rows again, so fix what the database refused first")
+
+    @property
+    def log(self):
+        """The task's logger (the connector and task in each line), else this module's."""
+        return getattr(self.context, "log", None) or log
 
     def close(self) -> None:
         if self._engine is not None:
             release(self._engine)
-            self._engine = None
+            self._engine = self._planner = None
 
     def q(self, name: str) -> str:
         return quote_identifier(name, self.dialect, self.quote_mode)
@@ -160,8 +214,10 @@ class JdbcSourceTask(SourceTask):
             try:
                 raw = inspector.get_columns(table.name, schema=owner)
             except sa.exc.NoSuchTableError:
-                raise ConfigError([Problem(C.TABLE_WHITELIST, f"table {table.unquoted()} does not exist (any more); "
-                                                              "check the include list")]) from None
+                # Dropped since the tables were looked up (table.poll.interval.ms): the next run looks again.
+                forget_table_lists()
+                raise RetriableError(f"table {table.unquoted()} does not exist any more; nothing of this batch was "
+                                     "read, and the next run looks the tables up again") from None
             columns = describe_columns(self.dialect, raw)
             incrementing = self._incrementing_column(table, columns)
             timestamps = list(self.settings.timestamp_columns) if self.mode in (
@@ -179,7 +235,9 @@ class JdbcSourceTask(SourceTask):
                                                         f"of {table.unquoted()}: it is nullable; make it NOT "
                                                         f"NULL or set {C.VALIDATE_NON_NULL}=false")])
             required = frozenset([incrementing] if incrementing else []) | frozenset(timestamps)
-            schema, kept = value_schema(table.name, columns, _numeric_mapping(self.config), required)
+            granularity = self.settings.timestamp_granularity
+            schema, kept = value_schema(table.name, columns, _numeric_mapping(self.config), required, granularity)
+            granular = tuple(c.name for c in kept if c.jdbc_type == "TIMESTAMP" and granularity != LOGICAL)
             text = tuple((c.name, "STRING") for c in kept
                          if self.dialect.temporal_as_text and c.jdbc_type in ("DATE", "TIME", "TIMESTAMP"))
             key = self._primary_key(inspector, table, owner, kept, incrementing)
@@ -188,7 +246,7 @@ class JdbcSourceTask(SourceTask):
             self._infos[table] = TableInfo(table, kept, schema, incrementing, timestamps,
                                            table.sql(self.dialect, self.quote_mode),
                                            ", ".join(self._selected(c.name, dict(epoch).get(c.name)) for c in kept),
-                                           text, key, epoch)
+                                           text, key, granular, epoch)
         return self._infos[table]
 
     def _selected(self, name: str, epoch: str | None) -> str:
@@ -248,7 +306,7 @@ class JdbcSourceTask(SourceTask):
         try:
             probe = self._spark_read(f"SELECT * FROM {source} WHERE 1 = 0")
         except Exception as e:  # noqa: BLE001 - Spark wraps the driver's SQLException
-            raise ConfigError([Problem(C.QUERY, f"the database refused the query: {_driver_message(e)}; "
+            raise ConfigError([Problem(C.QUERY, f"the database refused the query: {driver_message(e)}; "
                                                 "check its SQL (it runs as a subquery)")]) from None
         names = [f.name for f in probe.schema.fields]
         temporal = {f.name: f.dataType for f in probe.schema.fields if isinstance(f.dataType, (T.DateType, T.TimestampType))}
@@ -274,10 +332,14 @@ class JdbcSourceTask(SourceTask):
                                                 f"({', '.join(names)})")])
         required = {incrementing, *timestamps} - {None}
         # Dates and times SQLite's columns declare keep their Connect type (read as text, parsed in Spark).
-        fields = [(f.name, from_spark_type(temporal.get(f.name, f.dataType),
-                                           optional=f.nullable and f.name not in required))
+        granularity = self.settings.timestamp_granularity
+        granular = tuple(n for n, t in temporal.items() if isinstance(t, T.TimestampType) and granularity != LOGICAL)
+        fields = [(f.name, timestamp_schema(granularity, f.nullable and f.name not in required) if f.name in granular
+                   else from_spark_type(temporal.get(f.name, f.dataType),
+                                        optional=f.nullable and f.name not in required))
                   for f in probe.schema.fields]
-        return TableInfo(None, [], struct(None, *fields), incrementing, timestamps, source, "*", text)
+        return TableInfo(None, [], struct(None, *fields), incrementing, timestamps, source, "*", text,
+                         granular=granular)
 
     def _sqlite_value_types(self, source: str, columns: list[str]) -> tuple[tuple[str, str], ...]:
         """SQLite types values, not query columns (its driver calls an expression NUMERIC): the Spark
@@ -328,14 +390,11 @@ class JdbcSourceTask(SourceTask):
             if last is not None and now_ms - int(last) < self.settings.poll_interval_ms:
                 return None
             return {BULK_POLLED: now_ms}
-        import sqlalchemy as sa
-
         t = _escape_colons(info.source)
         where, params = self._after(info, _rows_offset(offset) or None)
         if self.mode == C.MODE_INCREMENTING:
             sql = f"SELECT MAX({self.q(info.incrementing)}) FROM {t}" + (f" WHERE {where}" if where else "")
-            with self.engine.connect() as conn:
-                top = conn.execute(sa.text(sql), params).scalar()
+            top = self._query(sql, params, rows="scalar")
             return None if top is None else {INCREMENTING: int(top)}
         ts = self._ts_expr(info)
         bound = self._db_now(now_ms) - dt.timedelta(milliseconds=self.settings.timestamp_delay_ms)
@@ -343,11 +402,10 @@ class JdbcSourceTask(SourceTask):
         order = f"{ts} DESC" + (f", {self.q(info.incrementing)} DESC" if info.incrementing else "")
         cols = f"{ts}" + (f", {self.q(info.incrementing)}" if info.incrementing else "")
         sql = f"SELECT {cols} FROM {t} WHERE {' AND '.join(conds)} ORDER BY {order} LIMIT 1"
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.text(sql), {**params, "bound": self.naive(bound)}).first()
+        row = self._query(sql, {**params, "bound": self.naive(bound)})
         if row is None:
             return None
-        out = _ts_offset(self.parse_ts(row[0]))
+        out = ts_offset(self.parse_ts(row[0]))
         if info.incrementing:
             out[INCREMENTING] = int(row[1])
         return out
@@ -360,7 +418,7 @@ class JdbcSourceTask(SourceTask):
                 return "", {}
             return f"{inc} > :last_inc", {"last_inc": int(offset[INCREMENTING])}
         ts = self._ts_expr(info)
-        last = _offset_ts(offset) if offset else self._initial_ts()
+        last = offset_ts(offset) if offset else self._initial_ts()
         if last is None:
             return f"{ts} IS NOT NULL", {}
         if self.mode == C.MODE_TIMESTAMP or offset is None or offset.get(INCREMENTING) is None:
@@ -400,11 +458,7 @@ class JdbcSourceTask(SourceTask):
 
     def _db_now(self, now_ms: int) -> dt.datetime:
         """Now, in UTC (the database's clock where it has one, as Confluent asks the database)."""
-        import sqlalchemy as sa
-
-        with self.engine.connect() as conn:
-            value = conn.execute(sa.text(self.dialect.utc_now_sql)).scalar()
-        return _parse_ts(value)  # asked in UTC
+        return utc_instant(self._query(self.dialect.utc_now_sql, rows="scalar"))  # asked in UTC
 
     # --- read -----------------------------------------------------------------------------------------
 
@@ -443,7 +497,7 @@ class JdbcSourceTask(SourceTask):
         if self.mode != C.MODE_BULK:
             if late:  # the whole look-back window; what earlier batches emitted is taken out below
                 after = f"{self._ts_expr(info)} > {self.p('last_ts')}"
-                params = {"last_ts": self.naive(_offset_ts(start) - dt.timedelta(milliseconds=self.late_ms))}
+                params = {"last_ts": self.naive(offset_ts(start) - dt.timedelta(milliseconds=self.late_ms))}
             else:
                 after, params = self._after(info, start)
             upto, more = self._upto(info, rng.end)
@@ -482,12 +536,12 @@ class JdbcSourceTask(SourceTask):
                                                               "to recognise rows; use mode timestamp+incrementing")])
         state = TableState(self.context, rng.partition, "late")
         ts = F.coalesce(*[F.col(self.q_spark(n)) for n in info.timestamps])
-        until = _offset_ts(rng.end)
-        state.stage(df.withColumns({S.TS: ts, S.BATCH: F.lit(version), S.UNTIL: F.lit(_ts_offset(until)[TS])}),
+        until = offset_ts(rng.end)
+        state.stage(df.withColumns({S.TS: ts, S.BATCH: F.lit(version), S.UNTIL: F.lit(ts_offset(until)[TS])}),
                     version)
         if late:  # before the read: the files a batch's records come from must stay
-            horizon = _offset_ts(_rows_offset(rng.start)) - dt.timedelta(milliseconds=self.late_ms)
-            state.prune(f"{S.UNTIL} < {_ts_offset(horizon)[TS]}")
+            horizon = offset_ts(_rows_offset(rng.start)) - dt.timedelta(milliseconds=self.late_ms)
+            state.prune(f"{S.UNTIL} < {ts_offset(horizon)[TS]}")
         staged = state.read()
         rows = staged.filter(F.col(S.BATCH) == version)
         if late:
@@ -532,8 +586,16 @@ class JdbcSourceTask(SourceTask):
         """The record key with delete detection: a struct of the primary key's fields."""
         fields = [info.schema.field(k) for k in info.key]
         schema = struct(None, *[(f.name, f.schema) for f in fields])
-        return schema, F.struct(*[_as_connect(F.col(self.q_spark(f.name)), df.schema[f.name].dataType, f.schema,
-                                              self.settings.db_timezone).alias(f.name) for f in fields])
+        return schema, F.struct(*[self._value(info, f.name, df.schema[f.name].dataType, f.schema).alias(f.name)
+                                  for f in fields])
+
+    def _value(self, info: TableInfo, name: str, spark_type: T.DataType, schema: ConnectSchema) -> Column:
+        """A column as read by Spark, as its record field: `as_connect`, then `timestamp.granularity`."""
+        col, zone = F.col(self.q_spark(name)), self.settings.db_timezone
+        if name in info.granular:
+            instant = as_connect(col, spark_type, timestamp_logical(schema.optional), zone)
+            return granular_timestamp(instant, self.settings.timestamp_granularity, zone or "UTC")
+        return as_connect(col, spark_type, schema, zone)
 
     def _split(self, info: TableInfo, rng: PlannedRange) -> list[str] | None:
         """WHERE conditions that read a batch in parallel ranges of its integer key across Spark's
@@ -552,12 +614,8 @@ class JdbcSourceTask(SourceTask):
         if start is not None:
             lower, upper = int(start) + 1, int(rng.end[INCREMENTING])
         else:
-            import sqlalchemy as sa
-
             q = self.q(column)
-            with self.engine.connect() as conn:
-                lower, upper = conn.execute(sa.text(
-                    f"SELECT MIN({q}), MAX({q}) FROM {_escape_colons(info.source)}")).first()
+            lower, upper = self._query(f"SELECT MIN({q}), MAX({q}) FROM {_escape_colons(info.source)}")
             if lower is None:
                 return None
             lower, upper = int(lower), int(upper)
@@ -594,7 +652,7 @@ class JdbcSourceTask(SourceTask):
         if self.mode == C.MODE_INCREMENTING:
             return f"{inc} <= :end_inc", {"end_inc": int(end[INCREMENTING])}
         ts = self._ts_expr(info)
-        end_ts = self.naive(_offset_ts(end))
+        end_ts = self.naive(offset_ts(end))
         if self.mode == C.MODE_TIMESTAMP:
             return f"{ts} <= {self.p('end_ts')}", {"end_ts": end_ts}
         return (f"({ts} < {self.p('end_ts')} OR ({ts} = {self.p('end_ts')} AND {inc} <= :end_inc))",
@@ -613,7 +671,10 @@ class JdbcSourceTask(SourceTask):
             reader = reader.option("user", user)
         if password:
             reader = reader.option("password", password)
-        for option, value in self.dialect.reader_options().items():
+        options = self.dialect.reader_options()
+        if self.isolation_level:
+            options.update(self.dialect.isolation_options(self.isolation_level, self.engine))
+        for option, value in options.items():
             reader = reader.option(option, value)
         if custom:
             reader = reader.option("customSchema", ", ".join(f"{self.q_spark(c)} {t}" for c, t in custom))
@@ -626,10 +687,10 @@ class JdbcSourceTask(SourceTask):
         timezone = self.settings.db_timezone
         # The value's expression depends on these only: a connector's next batch of the table reuses it.
         key = ("jdbc-value", info.schema.to_json_text(),
-               tuple(types[f.name].dataType.json() for f in info.schema.fields), timezone)
+               tuple(types[f.name].dataType.json() for f in info.schema.fields), timezone, info.granular,
+               self.settings.timestamp_granularity)
         value = _VALUES.get(self.context.spark, key, lambda: F.struct(*[
-            _as_connect(F.col(self.q_spark(f.name)), types[f.name].dataType, f.schema, timezone).alias(f.name)
-            for f in info.schema.fields]))
+            self._value(info, f.name, types[f.name].dataType, f.schema).alias(f.name) for f in info.schema.fields]))
         # Records go to the topic in the order Confluent's queries give them, each Spark partition sorted
         # (the topic numbers them as they come, and sorts them itself only when they come out of order).
         # By the key, whose values are the seq, when there is one: MariaDB's and SQLite's tables are
@@ -687,67 +748,13 @@ def _single_int_key(info: TableInfo) -> str | None:
     return auto[0].name if len(auto) == 1 else None
 
 
-def _as_connect(col: Column, spark_type: T.DataType, schema: ConnectSchema, db_timezone: str) -> Column:
-    """A column as read by Spark, in the Spark type of its Connect schema."""
-    logical = schema.logical
-    target = schema.to_spark_type()
-    if logical == TIMESTAMP_LOGICAL:
-        value = col
-        if isinstance(spark_type, T.StringType):
-            value = F.coalesce(F.try_to_timestamp(col), F.timestamp_millis(col.try_cast("long")))
-        if db_timezone and db_timezone.upper() not in ("UTC", "Z", "GMT"):
-            value = F.to_utc_timestamp(value, db_timezone)
-        return value.cast("timestamp")
-    if logical == DATE_LOGICAL:
-        if isinstance(spark_type, T.StringType):
-            return F.to_date(F.try_to_timestamp(col))
-        return col.cast("date")
-    if logical == TIME_LOGICAL:
-        if isinstance(spark_type, T.StringType):
-            ts = F.try_to_timestamp(F.concat(F.lit("1970-01-01 "), col))
-        else:
-            ts = col.cast("timestamp")
-        return F.pmod(F.unix_millis(ts), F.lit(86_400_000)).cast("int")
-    return col.cast(target)
-
-
 def _numeric_mapping(config) -> str:
     return C.numeric_mapping(config)
-
-
-def _parse_ts(value: Any) -> dt.datetime:
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-    if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
-    if isinstance(value, (int, float)):
-        return dt.datetime.fromtimestamp(value / 1000, dt.timezone.utc)
-    text = str(value).strip().replace("T", " ")
-    parsed = dt.datetime.fromisoformat(text)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
 
 
 def _rows_offset(offset: Mapping[str, Any] | None) -> dict[str, Any]:
     """An offset without the key snapshot: the part that says which rows were read."""
     return {k: v for k, v in (offset or {}).items() if k != KEYS_SNAPSHOT}
-
-
-def _ts_offset(value: dt.datetime) -> dict[str, int]:
-    """Confluent's timestamp offset: epoch millis, and the nanoseconds within the second."""
-    value = value.astimezone(dt.timezone.utc)
-    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-    delta = value - epoch
-    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    return {TS: micros // 1000, TS_NANOS: value.microsecond * 1000}
-
-
-def _offset_ts(offset: Mapping[str, Any] | None) -> dt.datetime | None:
-    if not offset or offset.get(TS) is None:
-        return None
-    millis = int(offset[TS])
-    seconds, _ = divmod(millis, 1000)
-    nanos = int(offset.get(TS_NANOS) if offset.get(TS_NANOS) is not None else (millis % 1000) * 1_000_000)
-    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc) + dt.timedelta(microseconds=nanos // 1000)
 
 
 def _inline(sql: str, params: Mapping[str, Any], dialect: Dialect) -> str:
@@ -769,15 +776,3 @@ def _inline(sql: str, params: Mapping[str, Any], dialect: Dialect) -> str:
 def _escape_colons(sql: str) -> str:
     """User SQL inside an SQLAlchemy text(): a colon there is text, not a bound parameter."""
     return sql.replace(":", "\\:")
-
-
-# What a JDBC driver's failure looks like inside Spark's error text.
-_DRIVER_ERRORS = ("java.sql.SQL", "SQLException", "PSQLException", "SQLiteException", "SQLSyntaxError")
-
-
-def _driver_message(e: Exception) -> str:
-    """The JDBC driver's own message out of Spark's wrapped Java error (its innermost cause)."""
-    lines = [line.strip() for line in str(e).splitlines()]
-    causes = [line.split("Caused by: ", 1)[1] for line in lines if line.startswith("Caused by: ")]
-    text = causes[-1] if causes else next((line for line in lines if "Exception:" in line), lines[0] if lines else "")
-    return text.split("Exception: ", 1)[-1][:300]

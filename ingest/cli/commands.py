@@ -9,7 +9,8 @@ from typing import Any
 
 from ingest.api import Compactable
 from ingest.cli import jobs
-from ingest.config.loader import load_connector_file, parse_json
+from ingest.config.connector import NAME, common_config_def
+from ingest.config.loader import file_connector_name, load_connector_file, parse_json
 from ingest.errors import ConfigError, Problem
 from ingest.registry import PluginKind, default_registry
 from ingest.state.states import PAUSED, RUNNING, STOPPED
@@ -34,8 +35,19 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
 # --- connectors ------------------------------------------------------------------------------------
 
 
+NAME_HELP = "the connector's name, when the file has none (default: the file's name without .json or .properties)"
+
+
+def _connector_file(path: str, name: str | None = None) -> tuple[str, dict[str, str]]:
+    """A connector file; one without a name takes `name` (--name), else the file's name, refused clearly when that
+    is no connector name (Kafka Connect's rules, as the `name` key's validator checks them)."""
+    derived = file_connector_name(path)
+    problem = common_config_def("source").keys[NAME].validator(NAME, derived)
+    return load_connector_file(path, name=name, default_name=derived, default_problem=problem)
+
+
 def cmd_create(args) -> int:
-    name, raw = load_connector_file(args.file, name=args.name)
+    name, raw = _connector_file(args.file, args.name)
     worker = worker_for(args)
     worker.create(name, raw, source=args.file)
     print(f"Created connector {name}")
@@ -43,7 +55,7 @@ def cmd_create(args) -> int:
 
 
 def cmd_update(args) -> int:
-    name, raw = load_connector_file(args.file, name=args.name)
+    name, raw = _connector_file(args.file, args.name)
     version = worker_for(args).update(name, raw, source=args.file)
     print(f"Updated connector {name} (config version {version})")
     return 0
@@ -52,7 +64,7 @@ def cmd_update(args) -> int:
 def cmd_apply(args) -> int:
     """Create, or update when the file differs from the stored config: what a scheduler runs before each
     batch so the file stays the source of truth without a new config version per run."""
-    name, raw = load_connector_file(args.file, name=args.name)
+    name, raw = _connector_file(args.file, args.name)
     worker = worker_for(args)
     current = worker.stores.configs.get(name)
     if current is None:
@@ -126,7 +138,7 @@ def cmd_compact(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    name, raw = load_connector_file(args.file)
+    name, raw = _connector_file(args.file)
     worker = worker_for(args)
     setup = worker.validate(raw, source=args.file)
     print(f"{args.file}: configuration of connector '{name}' is valid")
@@ -262,7 +274,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("connectors", help="create, inspect and control connectors").add_subparsers(
         dest="action", metavar="ACTION", required=True)
     p = c.add_parser("create", help="create a connector from a JSON or properties file")
-    p.add_argument("file"), p.add_argument("--name", help="the connector's name, when the file has none")
+    p.add_argument("file"), p.add_argument("--name", help=NAME_HELP)
     p.set_defaults(func=cmd_create)
     p = c.add_parser("update", help="replace a connector's config")
     p.add_argument("file"), p.add_argument("--name")
@@ -277,7 +289,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("name")
         p.set_defaults(func=func)
     p = c.add_parser("apply", help="create a connector from a file, or update it when the file differs")
-    p.add_argument("file"), p.add_argument("--name", help="the connector's name, when the file has none")
+    p.add_argument("file"), p.add_argument("--name", help=NAME_HELP)
     p.set_defaults(func=cmd_apply)
     c.choices["status"].add_argument("--runs", type=int, default=0, metavar="N",
                                      help="also show the metrics of the last N batches (records, bytes, lag, "

@@ -35,8 +35,11 @@ def config_size_problems(config: dict[str, Any]) -> list[Problem]:
             for k, v in config.items() if isinstance(v, str) and len(v) > MAX_VALUE_CHARS][:1]
 
 
-def connector_from_json(data: Any, *, source: str, name: str | None = None) -> tuple[str, dict[str, str]]:
-    """Accept `{"name": …, "config": {…}}` (POST /connectors) or a flat config (PUT …/config)."""
+def connector_from_json(data: Any, *, source: str, name: str | None = None, default_name: str | None = None,
+                        default_problem: str | None = None) -> tuple[str, dict[str, str]]:
+    """Accept `{"name": …, "config": {…}}` (POST /connectors) or a flat config (PUT …/config). A config without a
+    name takes `name`, else `default_name` (a file's name; `default_problem`: why that is no connector name);
+    `name` must match a name it has."""
     if not isinstance(data, dict):
         raise ConfigError("expected a JSON object with the connector's configuration", source=source)
     if "config" in data and isinstance(data["config"], dict):
@@ -65,7 +68,13 @@ def connector_from_json(data: Any, *, source: str, name: str | None = None) -> t
         if out.get("name", name) != name:
             problems.append(Problem("name", f"'{out['name']}' does not match the connector name '{name}'"))
         out["name"] = name
-    if not out.get("name"):
+    if not out.get("name") and default_name is not None:
+        if default_problem:
+            problems.append(Problem("name", f"the file has none, and its file name gives {default_name[:100]!r}, "
+                                            f"which {default_problem}; add a \"name\" to the file or give --name"))
+        else:
+            out["name"] = default_name
+    if not out.get("name") and not any(p.key == "name" for p in problems):
         problems.append(Problem("name", "missing required configuration (the connector's name)"))
     if problems:
         raise ConfigError(problems, source=source)
@@ -164,19 +173,29 @@ def parse_json(text: str | bytes) -> Any:
     return data
 
 
-def load_connector_file(path: str | Path, *, name: str | None = None) -> tuple[str, dict[str, str]]:
-    """A connector config from a .json or .properties file; ConfigError (never a traceback) otherwise."""
+def load_connector_file(path: str | Path, *, name: str | None = None, default_name: str | None = None,
+                        default_problem: str | None = None) -> tuple[str, dict[str, str]]:
+    """A connector config from a .json or .properties file; ConfigError (never a traceback) otherwise. A config
+    without a name takes `name`, else `default_name` (see `connector_from_json`)."""
     p = Path(path)
     source = str(p)
     text = _read_text(p)
+    names = {"name": name, "default_name": default_name, "default_problem": default_problem}
     if p.suffix.lower() == ".properties" or (p.suffix.lower() != ".json" and not text.lstrip().startswith("{")):
         props = parse_properties(text, source=source)
-        return connector_from_json(props, source=source, name=name)
+        return connector_from_json(props, source=source, **names)
     try:
         data = parse_json(text)
     except ValueError as e:
         raise ConfigError(str(e), source=source) from None
-    return connector_from_json(data, source=source, name=name)
+    return connector_from_json(data, source=source, **names)
+
+
+def file_connector_name(path: str | Path) -> str:
+    """The connector name a file's name gives: the name without .json or .properties (`jdbc-source-inc.json` is
+    connector `jdbc-source-inc`)."""
+    p = Path(path)
+    return p.stem if p.suffix.lower() in (".json", ".properties") else p.name
 
 
 def load_properties_file(path: str | Path) -> dict[str, str]:
