@@ -18,6 +18,7 @@ EXPECTED = {
     "JsonConverter": ("org.apache.kafka.connect.json.JsonConverter", "string", ["a", None], S.OPTIONAL_STRING_SCHEMA),
     "StringConverter": (_STORAGE + "StringConverter", "string", ["a", None], S.OPTIONAL_STRING_SCHEMA),
     "ByteArrayConverter": (_CONVERTERS + "ByteArrayConverter", "binary", [b"a", None], S.OPTIONAL_BYTES_SCHEMA),
+    "BooleanConverter": (_CONVERTERS + "BooleanConverter", "boolean", [True, False, None], S.OPTIONAL_BOOLEAN_SCHEMA),
     "ShortConverter": (_CONVERTERS + "ShortConverter", "smallint", [1, None], S.OPTIONAL_INT16_SCHEMA),
     "IntegerConverter": (_CONVERTERS + "IntegerConverter", "int", [1, None], S.OPTIONAL_INT32_SCHEMA),
     "LongConverter": (_CONVERTERS + "LongConverter", "bigint", [1, None], S.OPTIONAL_INT64_SCHEMA),
@@ -93,10 +94,11 @@ def test_record_round_trip(spark, configured, name):
                                   if issubclass(default_registry().get(PluginKind.CONVERTER, n).cls, HeaderConverter)])
 def test_header_round_trip(spark, configured, name):
     converter = configured(name)
-    df = spark.createDataFrame([([("k", "12"), ("n", None)],)], "headers array<struct<key:string,value:string>>")
+    text = "true" if name == "BooleanConverter" else "12"  # a header this converter can write
+    df = spark.createDataFrame([([("k", text), ("n", None)],)], "headers array<struct<key:string,value:string>>")
     written = df.select(converter.from_connect_header(F.col("headers")).alias("headers"))
     back = written.select(converter.to_connect_header(F.col("headers")).alias("headers"))
-    expected = "12.0" if name in ("FloatConverter", "DoubleConverter") else "12"
+    expected = "12.0" if name in ("FloatConverter", "DoubleConverter") else text
     assert [(h.key, h.value) for h in back.collect()[0].headers] == [("k", expected), ("n", None)]
     assert_no_python(back)
 

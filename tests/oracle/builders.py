@@ -11,6 +11,7 @@ BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 NUMBERS = {t: f"org.apache.kafka.connect.converters.{t}Converter"
            for t in ("Short", "Integer", "Long", "Float", "Double")}
 SIMPLE_HEADER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+BOOLEAN = "org.apache.kafka.connect.converters.BooleanConverter"
 T = "org.apache.kafka.connect.transforms."
 P = "org.apache.kafka.connect.transforms.predicates."
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 
 from tests.oracle.builders import (
-    BYTES, JSON, NUMBERS, ORDER, ORDER_ROWS, SCHEMALESS_ROWS, SIMPLE_HEADER, STRING, T, array, b64, chain, date,
-    dec, decimal, map_, one, prim, struct, time, timestamp,
+    BOOLEAN, BYTES, JSON, NUMBERS, ORDER, ORDER_ROWS, SCHEMALESS_ROWS, SIMPLE_HEADER, STRING, T, array, b64, chain,
+    date, dec, decimal, map_, one, prim, struct, time, timestamp,
 )
 
 # (name, schema, payloads): every schema type, optional or not, with defaults, nulls and edge values.
@@ -91,7 +91,7 @@ def converter_cases() -> list[dict]:
     out.append(chain("JsonConverter/tombstone", {"value.converter": JSON}, ORDER,
                      [_record(None, i=0), _record(ORDER_ROWS[0], i=1)], None))
     # StringConverter, ByteArrayConverter and the number converters: pairs of samples as key and value.
-    others = {"StringConverter": STRING, "ByteArrayConverter": BYTES,
+    others = {"StringConverter": STRING, "ByteArrayConverter": BYTES, "BooleanConverter": BOOLEAN,
               **{f"{n}Converter": c for n, c in NUMBERS.items()}}
     for (cname, cls), (key_name, value_name) in itertools.product(others.items(), PAIRS):
         (key_schema, keys), (value_schema, values) = samples[key_name], samples[value_name]
@@ -124,7 +124,75 @@ def converter_cases() -> list[dict]:
             "fields": "id,name,price,paid,address,tags", "headers": "id,name,price,paid,address,tags",
             "operation": "copy"})}, None, [_record(r, i=i) for i, r in enumerate(SCHEMALESS_ROWS)], None))
         out.append(chain(f"header/{hname}/InsertHeader", {**base, **inserts}, prim("int32"), [_record(1, i=0)], None))
+    out += read_cases()
     return out
+
+
+# Header texts SimpleHeaderConverter.toConnectHeader reads (Values.parseString): every inference and its edges.
+HEADER_TEXTS = [
+    # integers of each width, and past a long
+    "0", "7", "-128", "127", "128", "-129", "32767", "32768", "-32769", "2147483647", "2147483648", "-2147483649",
+    "9223372036854775807", "9223372036854775808", "-9223372036854775809", "99999999999999999999999", "007", "+5",
+    "-0", "1_000", "0x1F", "١٢", "5 apples", "12,5", "1:2",
+    # floats and decimals
+    "1.5", "-2.25", "1.50", "1.0", "0.1", "3.4028235E38", "3.5E38", "1e10", "1E+3", "1e-7", "2.5e-300", "1e400",
+    "-1e400", "1.7976931348623157E309", ".5", "5.", "1.2.3", "NaN", "Infinity", "-", "+", "1e",
+    # booleans and null
+    "true", "false", " true ", "\ttrue", "TRUE", "True", "true}", "true,false", "null", " null ", "NULL", "nul",
+    # strings, blanks, quotes
+    "", " ", "   ", "\t", "plain", " padded ", "\"quoted\"", "\"", "'single'", "a:b", "a,b", "{", "[", "]", "}",
+    "x]", "ünï ☃ 😀", "back\\slash",
+    # arrays: typed, widened, mixed, nested, null elements, malformed
+    "[]", "[ ]", "[1,2,3]", "[1, 2, 3]", "[1,300]", "[1,70000]", "[1,1.5]", "[1.5,2.5e300]", "[1,1e400]",
+    "[true,false]", "[\"a\",\"b\"]", "[\"a\", 1]", "[1,\"a\"]", "[a,b]", "[1,null]", "[null]", "[null,null]",
+    "[[1,2],[3]]", "[[1],[\"a\"]]", "[[]]", "[{\"a\":1}]", "[1,,2]", "[1,2", "[1 2]", "[1,2]x", "[,]", "[1,]",
+    "[\"2024-01-31\",\"12:30:00.000Z\"]", "[2024-01-31]", "[\"2024-01-31\", 5]", "[true,1]", "[1.0,2]",
+    "[ 1 , 2 ]", " [1]", "[1] ", "[\"a,b\",\"c:d\"]", "[\"esc\\\"q\"]", "[-1,+2]",
+    # maps
+    "{}", "{\"a\":1}", "{\"a\":1,\"b\":2.5}", "{\"a\":1, \"a\":2}", "{1:\"one\",2:\"two\"}",
+    "{\"a\":null}", "{\"a\":null,\"b\":1}", "{null:1}", "{\"a\":[1,2],\"b\":{\"c\":true}}",
+    "{\"a\" 1}", "{\"a\":1", "{:1}", "{\"a\":}", "{\"k\":\"v\",}", "{a:1}", "{\"x\":\"2024-01-31\"}",
+    "{ \"a\" : 1 }", "{1:2,3.5:4}", "{\"a\":1,\"b\":\"x\"}", "{true:1}",
+    # dates, times, timestamps (lenient SimpleDateFormat in UTC)
+    "2024-01-31", "1970-01-01", "2024-13-01", "2024-02-30", "2024-01-3x", "1969-12-31", "0001-01-01",
+    "12:30:00.000Z", "00:00:00.000Z", "23:59:59.999Z", "25:00:00.000Z", "12:30:00.000X", "12\\:30\\:00.000Z",
+    "2024-01-31T12:30:00.000Z", "2024-01-31T00:00:00.000Z", "1970-01-01T00:00:00.000Z", "1970-01-01T00:00:00.001Z",
+    "2024-01-31T12:30:00Z", "2024-01-31 12:30:00.000Z", "\"2024-01-31\"", "2024-01-31,x", "12:30", "1234567890",
+]
+
+
+def read_cases() -> list[dict]:
+    """Topic bytes read back as a sink task reads them (Kafka's toConnectData / toConnectHeader)."""
+    out = []
+    texts = HEADER_TEXTS
+    for i in range(0, len(texts), 20):  # a record of 20 headers each, and one whose headers are all null
+        out.append(_read(f"read/SimpleHeaderConverter/texts-{i // 20}", {"header.converter": SIMPLE_HEADER},
+                         [{"headers": [[f"h{j}", b64(t.encode())] for j, t in enumerate(texts[i:i + 20])]}]))
+    out.append(_read("read/SimpleHeaderConverter/null-and-none", {"header.converter": SIMPLE_HEADER},
+                     [{"headers": [["n", None], ["dup", b64(b"1")], ["dup", b64(b"x")]]}, {"headers": []}]))
+    boolean = {"key.converter": BOOLEAN, "value.converter": BOOLEAN, "header.converter": BOOLEAN}
+    good = [{"key": b64(b"\x01"), "value": b64(b"\x00"), "headers": [["b", b64(b"\x01")], ["n", None]]},
+            {"key": None, "value": b64(b"\x01"), "headers": []}, {"key": b64(b"\x00"), "value": None}]
+    out.append(_read("read/BooleanConverter/good", boolean, good))
+    for name, data in (("empty", b""), ("two-bytes", b"\x01\x00"), ("byte-2", b"\x02"), ("byte-ff", b"\xff"),
+                       ("text-true", b"true"), ("byte-80", b"\x80")):
+        out.append(_read(f"read/BooleanConverter/value-{name}", boolean,
+                         [{"key": None, "value": b64(data)}, {"key": None, "value": b64(b"\x01")}]))
+        out.append(_read(f"read/BooleanConverter/header-{name}", boolean,
+                         [{"key": None, "value": b64(b"\x01"), "headers": [["h", b64(data)]]}]))
+    # BooleanConverter on the write side: booleans, and every other schema (Kafka refuses them).
+    for name, schema, payloads in SAMPLES:
+        if name in ("boolean", "int8", "string", "struct-optional", "decimal", "date"):
+            config = {"value.converter": BOOLEAN, "key.converter": BOOLEAN, "header.converter": BOOLEAN}
+            out.append(chain(f"BooleanConverter/write-{name}", config, schema,
+                             [_record(p, key=True, i=i) for i, p in enumerate(payloads)], prim("boolean", True)))
+    return out
+
+
+def _read(case_id: str, config: dict, records: list[dict]) -> dict:
+    full = {"key.converter": BYTES, "value.converter": BYTES, **config}
+    return {"id": case_id, "kind": "read", "config": full,
+            "records": [{"topic": "conv", "key": None, "value": None, "headers": [], **r} for r in records]}
 
 
 def _record(value, key=None, i=0) -> dict:

@@ -245,3 +245,70 @@ def _first_line(e: Exception) -> str:
     """The failure's message, short: Spark's carry the whole JVM stack."""
     text = " ".join(str(e).split())
     return text[:500] or type(e).__name__
+
+
+# --- "read" cases: a topic's bytes through the converters, as a sink task reads them ---------------------
+
+_READ_TYPE = T.StructType([
+    T.StructField(TOPIC, T.StringType()), T.StructField(PARTITION, T.IntegerType()),
+    T.StructField("offset", T.LongType()), T.StructField(KEY, T.BinaryType()), T.StructField(VALUE, T.BinaryType()),
+    T.StructField(HEADERS, T.ArrayType(T.StructType([T.StructField("key", T.StringType()),
+                                                     T.StructField("value", T.BinaryType())]))),
+    T.StructField(TIMESTAMP, T.TimestampType()), T.StructField("timestamp_type", T.StringType())])
+_LOGICAL = {"org.apache.kafka.connect.data.Date": "date", "org.apache.kafka.connect.data.Time": "time",
+            "org.apache.kafka.connect.data.Timestamp": "timestamp"}
+
+
+def describe(schema: ConnectSchema | None) -> str:
+    """A Connect schema as the oracle's Read.describe writes Kafka's (`optional boolean`, `array<int8>`)."""
+    if schema is None:
+        return "null"
+    prefix = "optional " if schema.optional else ""
+    if schema.name == DECIMAL:
+        return f"{prefix}decimal({dict(schema.parameters).get('scale')})"
+    if schema.name in _LOGICAL:
+        return prefix + _LOGICAL[schema.name]
+    if schema.type == "array":
+        return f"{prefix}array<{describe(schema.value_schema)}>"
+    if schema.type == "map":
+        return f"{prefix}map<{describe(schema.key_schema)},{describe(schema.value_schema)}>"
+    return prefix + schema.type
+
+
+def read_answer(spark, case: dict) -> dict[str, Any]:
+    """A "read" case's answer from lakeconnect (`Pipeline.deserialise`), with failures tolerated so that each
+    bad record answers with its own error, as Kafka's converters fail one record at a time."""
+    from connectors.transforms.headers import header_text
+    from ingest.runtime.tolerance import ORIGIN
+
+    try:
+        pipeline = _pipeline({**case["config"], "errors.tolerance": "all"})
+        rows = [(r.get("topic", "test"), 0, i, _bytes(r.get("key")), _bytes(r.get("value")),
+                 [(k, _bytes(v)) for k, v in r.get("headers", [])], None, "CreateTime")
+                for i, r in enumerate(case["records"])]
+        batches, failed = pipeline.deserialise(spark.createDataFrame(rows, _READ_TYPE))
+        converter = pipeline.header_converter
+        answers: dict[int, dict[str, Any]] = {}
+        for batch in batches:
+            df = batch.df
+            schemas = getattr(converter, "header_schemas", None)
+            schema_column = schemas(F.col(ORIGIN)[HEADERS]) if schemas else F.lit(None)
+            texts = [header_text(df[c], df.schema[c].dataType, s).alias(c)
+                     for c, s in ((KEY, batch.key_schema), (VALUE, batch.value_schema))]
+            for row in df.select("offset", *texts, HEADERS, schema_column.alias("schemas")).collect():
+                header_schemas = [h["schema"] for h in row["schemas"] or []] if schemas else None
+                answers[row["offset"]] = {
+                    KEY: {"schema": describe(batch.key_schema), "text": row[KEY]},
+                    VALUE: {"schema": describe(batch.value_schema), "text": row[VALUE]},
+                    HEADERS: [[h["key"], header_schemas[i] if header_schemas else None, h["value"]]
+                              for i, h in enumerate(row[HEADERS] or [])]}
+        if failed is not None:
+            for row in failed.select("offset", F.col(ERROR)["message"].alias("message")).collect():
+                answers[row["offset"]] = {"error": {"class": "DataException", "message": row["message"]}}
+    except Exception as e:  # noqa: BLE001 - the batch failed, as the task would
+        return {"error": {"class": type(e).__name__, "message": _first_line(e)}}
+    return {"records": [answers.get(i, {"dropped": True}) for i in range(len(case["records"]))]}
+
+
+def _bytes(b64: str | None) -> bytes | None:
+    return None if b64 is None else base64.b64decode(b64)

@@ -157,13 +157,13 @@ final class Chain {
         new AbstractConfig(def, settings);
     }
 
-    private static Converter converter(Map<String, String> config, String key, boolean isKey) throws Exception {
+    static Converter converter(Map<String, String> config, String key, boolean isKey) throws Exception {
         Converter converter = (Converter) instance(config, key);
         converter.configure(withPrefix(config, key + "."), isKey);
         return converter;
     }
 
-    private static HeaderConverter headerConverter(Map<String, String> config) throws Exception {
+    static HeaderConverter headerConverter(Map<String, String> config) throws Exception {
         config.putIfAbsent("header.converter", "org.apache.kafka.connect.storage.SimpleHeaderConverter");
         HeaderConverter converter = (HeaderConverter) instance(config, "header.converter");
         Map<String, Object> settings = new HashMap<>(withPrefix(config, "header.converter."));

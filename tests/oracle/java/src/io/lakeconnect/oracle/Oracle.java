@@ -21,7 +21,8 @@ import java.util.concurrent.Future;
  * tasks, and prints what they produce. One JVM for a whole corpus (the test session starts it once).
  *
  * <p>Input: JSON lines (stdin, or the file named by the first argument), one case each, {"id", "kind", ...};
- * kind "chain" (default, see {@link Chain}), "filesource" or "filesink" (see {@link FileStream}).
+ * kind "chain" (default, see {@link Chain}), "read" (see {@link Read}), "filesource" or "filesink" (see
+ * {@link FileStream}).
  * Output: one JSON line per case, in input order, {"id", ...} as each kind describes.
  */
 public final class Oracle {
@@ -65,6 +66,7 @@ public final class Oracle {
             switch (c.path("kind").asText("chain")) {
                 case "filesource" -> FileStream.source(c, out);
                 case "filesink" -> FileStream.sink(c, out);
+                case "read" -> Read.run(c, out);
                 default -> Chain.run(c, out);
             }
         } catch (Throwable e) {  // a case that fails as a whole (configure) is an answer, not a crash
