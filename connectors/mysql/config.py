@@ -30,6 +30,12 @@ COLUMN_EXCLUDE = "column.exclude.list"
 MESSAGE_KEY_COLUMNS = "message.key.columns"
 SNAPSHOT_MODE = "snapshot.mode"
 SIGNAL_DATA_COLLECTION = "signal.data.collection"
+SIGNAL_CHANNELS = "signal.enabled.channels"
+SIGNAL_KAFKA_TOPIC = "signal.kafka.topic"
+SIGNAL_KAFKA_BOOTSTRAP = "signal.kafka.bootstrap.servers"
+SIGNAL_KAFKA_GROUP = "signal.kafka.groupId"
+SIGNAL_CONSUMER_PREFIX = "signal.consumer."
+CHANNEL_SOURCE, CHANNEL_KAFKA = "source", "kafka"
 INCREMENTAL_CHUNK_SIZE = "incremental.snapshot.chunk.size"
 HEARTBEAT_INTERVAL_MS = "heartbeat.interval.ms"
 HEARTBEAT_PREFIX = "topic.heartbeat.prefix"
@@ -122,6 +128,20 @@ def mysql_config_def() -> ConfigDef:
         .define(SIGNAL_DATA_COLLECTION, Type.STRING, None, importance=Importance.MEDIUM,
                 doc="The signalling table, <database>.<table>, whose rows ask for ad-hoc incremental snapshots.",
                 group="Snapshot")
+        .define(SIGNAL_CHANNELS, Type.LIST, [CHANNEL_SOURCE],
+                ValidString.of(CHANNEL_SOURCE, CHANNEL_KAFKA, "file", "jmx", case_insensitive=True), Importance.LOW,
+                doc="Where signals come from: source (the rows of signal.data.collection) and kafka (the records "
+                    "of signal.kafka.topic keyed by topic.prefix). file and jmx are refused.", group="Snapshot")
+        .define(SIGNAL_KAFKA_TOPIC, Type.STRING, None, importance=Importance.LOW,
+                doc="The topic of the kafka signal channel (partition 0 is read, as Debezium); "
+                    "<topic.prefix>-signal when unset.", group="Snapshot")
+        .define(SIGNAL_KAFKA_BOOTSTRAP, Type.STRING, None, importance=Importance.LOW,
+                doc="The brokers (host:port[,host:port...]) of the cluster holding signal.kafka.topic; required "
+                    "with the kafka channel. Client settings (security) go in signal.consumer.*.", group="Snapshot")
+        .define(SIGNAL_KAFKA_GROUP, Type.STRING, "kafka-signal", importance=Importance.LOW,
+                doc="The consumer group of the kafka signal channel: where a connector with no position yet "
+                    "starts (the group's committed offset, else the topic's start). The position read is kept "
+                    "in the connector's offsets, never committed to the group.", group="Snapshot")
         .define(INCREMENTAL_CHUNK_SIZE, Type.INT, 1024, Range.at_least(1), Importance.MEDIUM,
                 doc="Rows per chunk of an incremental snapshot.", group="Snapshot")
         .define(HEARTBEAT_INTERVAL_MS, Type.INT, 0, Range.at_least(0), Importance.MEDIUM,
@@ -192,6 +212,7 @@ def mysql_config_def() -> ConfigDef:
         .allow_prefix(MASK_PREFIX)
         .allow_prefix(HASH_PREFIX)
         .allow_prefix(SELECT_OVERRIDES_PREFIX)
+        .allow_prefix(SIGNAL_CONSUMER_PREFIX)
     )
     for key, type_, default, values, supported, doc in _DEBEZIUM_KEYS:
         validator = ValidString.of(*values, case_insensitive=True) if values else None
@@ -270,8 +291,6 @@ _DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str],
     ("inconsistent.schema.handling.mode", Type.STRING, "fail", ("fail", "warn", "skip"), ("fail", "warn", "skip"),
      "What the binlog rows of a captured table whose columns the schema history does not know do: fail the batch "
      "(fail), or are left out with a warning naming the table and position (warn) or without one (skip)."),
-    ("signal.enabled.channels", Type.LIST, ["source"], ("source", "kafka", "file", "jmx"), (["source"],),
-     "Where signals come from: the signalling table (signal.data.collection)."),
     (PROVIDE_TRANSACTION_METADATA, Type.BOOLEAN, False, None, (False, True),
      "A BEGIN and an END record of each transaction the binlog has on the topic <topic.prefix>.transaction (the "
      "END with its events' count, in all and by table), and each binlog event's transaction block: the "
@@ -300,6 +319,8 @@ _DEBEZIUM_KEYS: tuple[tuple[str, Type, Any, tuple[str, ...] | None, tuple, str],
 # Debezium's tuning knobs of its in-memory queue, connections and threads: nothing to tune in a batch.
 _NO_EFFECT_KEYS: tuple[tuple[str, Type, Any, str], ...] = (
     ("max.queue.size", Type.INT, 8192, "Debezium's event queue length."),
+    ("signal.kafka.poll.timeout.ms", Type.INT, 0, "How long Debezium's kafka signal channel waits in a poll (a "
+                                                  "batch reads the signal topic up to its end when it plans)."),
     ("max.queue.size.in.bytes", Type.LONG, 0, "Debezium's event queue size."),
     ("poll.interval.ms", Type.LONG, 500, "How long Debezium waits for events before a poll returns."),
     ("snapshot.fetch.size", Type.INT, None, "Rows Debezium's snapshot fetches at a time."),
@@ -349,6 +370,7 @@ def check(config) -> list[Problem]:
     signal = config[SIGNAL_DATA_COLLECTION]
     if signal and signal.count(".") != 1:
         problems.append(Problem(SIGNAL_DATA_COLLECTION, f"'{signal}' is not <database>.<table>"))
+    problems += _channel_problems(config)
     # Keys whose parsers raise ValueError with the message about them.
     for key, parse in ((MESSAGE_KEY_COLUMNS, key_columns), (SKIPPED_OPERATIONS, skipped_operations),
                        (SELECT_OVERRIDES, select_overrides)):
@@ -365,6 +387,38 @@ def check(config) -> list[Problem]:
             problems.append(Problem(key, f"{shown} asks for what this connector does not do yet; it supports "
                                          f"{' or '.join(_shown(v) for v in supported)} (Debezium's default: "
                                          f"{_shown(default)}): remove the key or set a supported value"))
+    return problems
+
+
+def signal_channels(config) -> set[str]:
+    return {str(c).strip().lower() for c in config[SIGNAL_CHANNELS] or []}
+
+
+def signal_topic(config) -> str:
+    """The kafka signal channel's topic: signal.kafka.topic, else Debezium's <topic.prefix>-signal."""
+    return config[SIGNAL_KAFKA_TOPIC] or f"{config[TOPIC_PREFIX]}-signal"
+
+
+def _channel_problems(config) -> list[Problem]:
+    channels = signal_channels(config)
+    problems = []
+    if "jmx" in channels:
+        problems.append(Problem(SIGNAL_CHANNELS, "jmx: a batch connector has no JMX MBean to receive signals; "
+                                                 "remove jmx and send signals through the signalling table "
+                                                 "(source, or `lakeconnect signal`) or a Kafka topic (kafka)"))
+    if "file" in channels:
+        problems.append(Problem(SIGNAL_CHANNELS, "file: the file channel is not supported; remove file and send "
+                                                 "signals through the signalling table (source) or a Kafka topic "
+                                                 "(kafka)"))
+    if CHANNEL_KAFKA in channels:
+        if not (config[SIGNAL_KAFKA_BOOTSTRAP] or "").strip():
+            problems.append(Problem(SIGNAL_KAFKA_BOOTSTRAP, f"is required when {SIGNAL_CHANNELS} lists kafka: set "
+                                                            "the brokers (host:port[,host:port...]) of the cluster "
+                                                            f"holding {SIGNAL_KAFKA_TOPIC}, or remove kafka"))
+        if not config[SIGNAL_DATA_COLLECTION]:
+            problems.append(Problem(SIGNAL_DATA_COLLECTION, f"is required when {SIGNAL_CHANNELS} lists kafka: an "
+                                                            "incremental snapshot writes its watermark rows into "
+                                                            "the signalling table; set it to <database>.<table>"))
     return problems
 
 

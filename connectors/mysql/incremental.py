@@ -4,7 +4,10 @@ Signals are rows inserted into `signal.data.collection` (id, type, data). A batc
 signal inserts in its binlog range and records them in a small Delta table, keyed by the batch's end
 position; the next batch's plan applies them to the snapshot state kept in the offset
 (`incremental_snapshot`): `execute-snapshot` queues tables, `stop-snapshot` drops them (all when no
-`data-collections`), `pause-snapshot`/`resume-snapshot` hold and release the chunks.
+`data-collections`), `pause-snapshot`/`resume-snapshot` hold and release the chunks. An
+`execute-snapshot` may narrow a table's rows with a filter (Debezium 2.2+'s `additional-conditions`, or
+2.0/2.1's single `additional-condition` for every table of the signal) and chunk by another column
+(`surrogate-key`); both are kept with the table in the snapshot state, so a resumed snapshot uses them.
 
 While a table is being snapshotted, each plan reads the next chunks of its primary key (up to the key's
 maximum when the table's snapshot began), in parallel Spark tasks, between two watermark rows it writes
@@ -35,11 +38,23 @@ SIGNALS_READ = "lakeconnect.signals.applied"
 position (it only committed a new state) must not apply them again."""
 
 
+ADDITIONAL_CONDITIONS = "additional-conditions"
+ADDITIONAL_CONDITION = "additional-condition"
+SURROGATE_KEY = "surrogate-key"
+# A filter is SQL run as written inside the chunk queries' WHERE clause; these would let it end the
+# statement or hide the rest of the query, so a filter holding one is refused (the docs say why).
+FILTER_FORBIDDEN = (";", "--", "/*", "#")
+
+
 @dataclass(frozen=True)
 class Signal:
     id: str
     type: str
     collections: tuple[str, ...] | None  # None: all (stop-snapshot without data-collections)
+    conditions: tuple[tuple[str, str], ...] = ()
+    """execute-snapshot: (data-collection regular expression, filter), the first matching a table wins."""
+    surrogate_key: str | None = None
+    """execute-snapshot: the column chunks are read by instead of the primary key."""
 
 
 def parse(signal_id: Any, kind: Any, data: Any) -> Signal | str | None:
@@ -71,7 +86,58 @@ def parse(signal_id: Any, kind: Any, data: Any) -> Signal | str | None:
     if kind == EXECUTE and snapshot_type != "incremental":
         return (f"signal '{sid}': snapshot type '{snapshot_type}' is not supported; use \"type\": \"incremental\" "
                 "(the row was ignored)")
-    return Signal(sid, kind, tuple(collections))
+    if kind != EXECUTE:
+        return Signal(sid, kind, tuple(collections))
+    conditions = _conditions(sid, body)
+    if isinstance(conditions, str):
+        return conditions
+    surrogate = body.get(SURROGATE_KEY)
+    if surrogate is not None and not isinstance(surrogate, str):
+        return (f"signal '{sid}' ({kind}): {SURROGATE_KEY} must be a column name, got {json.dumps(surrogate)} "
+                "(the row was ignored)")
+    return Signal(sid, kind, tuple(collections), conditions, (surrogate or "").strip() or None)
+
+
+def _conditions(sid: str, body: dict) -> tuple[tuple[str, str], ...] | str:
+    """An execute-snapshot's filters as (data-collection pattern, filter), or what is wrong with them. As
+    Debezium 2.2 to 2.7: a non-blank `additional-condition` applies to every table and wins over
+    `additional-conditions`; a blank filter is no filter."""
+    old = body.get(ADDITIONAL_CONDITION)
+    if old is not None and not isinstance(old, str):
+        return (f"signal '{sid}' ({EXECUTE}): {ADDITIONAL_CONDITION} must be a string (a SQL condition), got "
+                f"{json.dumps(old)} (the row was ignored)")
+    if old and old.strip():
+        pairs = [(".*", old)]
+    else:
+        listed = body.get(ADDITIONAL_CONDITIONS) or []
+        shape = (f"signal '{sid}' ({EXECUTE}): {ADDITIONAL_CONDITIONS} must be a list of "
+                 '{"data-collection": "<db>.<table>", "filter": "<SQL condition>"}')
+        if not isinstance(listed, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("data-collection"), str)
+                and isinstance(c.get("filter"), (str, type(None))) for c in listed):
+            return f"{shape}, got {json.dumps(listed)} (the row was ignored)"
+        pairs = [(c["data-collection"].strip(), c.get("filter") or "") for c in listed]
+    for pattern, text in pairs:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            return (f"signal '{sid}' ({EXECUTE}): data-collection '{pattern}' of {ADDITIONAL_CONDITIONS} is not a "
+                    f"regular expression ({e}) (the row was ignored)")
+        bad = [t for t in FILTER_FORBIDDEN if t in text]
+        if bad:
+            which = ADDITIONAL_CONDITION if old and old.strip() else f"the filter for '{pattern}'"
+            return (f"signal '{sid}' ({EXECUTE}): {which} contains {' and '.join(map(repr, bad))}; a filter is "
+                    "one SQL condition, without statement separators or comments (the row was ignored)")
+    return tuple((p, t.strip()) for p, t in pairs if t.strip()) if any(t.strip() for _, t in pairs) else ()
+
+
+def condition_for(signal: Signal, name: str) -> str | None:
+    """The filter of `signal` for the table `name` (<db>.<table>): the first whose data-collection matches
+    the whole name, ignoring case, as Debezium."""
+    for pattern, text in signal.conditions:
+        if re.fullmatch(pattern, name, re.IGNORECASE):
+            return text
+    return None
 
 
 def matches(collection: str, db: str, table: str) -> bool:
@@ -99,7 +165,13 @@ def apply(state: dict | None, signal: Signal, tables: list[tuple[str, str]]) -> 
             for name in found:
                 queued = [q["id"] for q in state["collections"]]
                 if name not in queued:
-                    state["collections"].append({"id": name})
+                    entry = {"id": name}
+                    condition = condition_for(signal, name)
+                    if condition:
+                        entry["filter"] = condition
+                    if signal.surrogate_key:
+                        entry["surrogate_key"] = signal.surrogate_key
+                    state["collections"].append(entry)
     elif signal.type == STOP:
         if signal.collections is None:
             state["collections"], state["current"] = [], None

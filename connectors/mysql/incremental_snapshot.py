@@ -17,12 +17,14 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import pymysql
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from connectors.mysql import binlog
 from connectors.mysql import config as C
 from connectors.mysql import incremental as inc
+from connectors.mysql import kafka_signals
 from connectors.mysql.catalog import captured_tables, table_layout
 from connectors.mysql.events import Shaping, table_events
 from connectors.mysql.jdbc_settings import jdbc_properties, jdbc_url
@@ -44,7 +46,7 @@ def signals_path(root: str) -> str:
 def signalled_state(cur, offset, config, root: str, table_filter: C.TableFilter, log) -> dict | None:
     """The incremental snapshot state: the offset's, with the signals the last batch found applied."""
     state = (offset or {}).get(inc.STATE)
-    if not offset or not config[C.SIGNAL_DATA_COLLECTION]:
+    if not offset or not config[C.SIGNAL_DATA_COLLECTION] or C.CHANNEL_SOURCE not in C.signal_channels(config):
         return state
     if offset.get(inc.SIGNALS_READ) == f"{offset['file']}:{offset['pos']}":
         return state  # a batch that only committed a new state: its range had no signals
@@ -54,9 +56,24 @@ def signalled_state(cur, offset, config, root: str, table_filter: C.TableFilter,
                                                    ("batch_pos", "=", int(offset["pos"]))], missing_ok=True)
     if found is None or found.num_rows == 0:
         return state
+    rows = [(r["id"], r["type"], r["data"]) for r in sorted(found.to_pylist(), key=lambda r: r["seq"])]
+    return apply_signals(cur, state, rows, table_filter, log)
+
+
+def kafka_signalled_state(cur, offset, state: dict | None, config, table_filter: C.TableFilter,
+                          log) -> tuple[dict | None, int | None]:
+    """`state` with the signals sent to the kafka channel since the offset's position applied; the new
+    position (kept in the batch's end offset, so each signal is applied by exactly one committed batch)."""
+    position = (offset or {}).get(kafka_signals.KAFKA_POSITION)
+    rows, position = kafka_signals.read_signals(config, position, log)
+    return apply_signals(cur, state, rows, table_filter, log), position
+
+
+def apply_signals(cur, state: dict | None, rows, table_filter: C.TableFilter, log) -> dict | None:
+    """`state` after the signal rows (id, type, data) in order; a malformed one is ignored with a warning."""
     tables = None
-    for row in sorted(found.to_pylist(), key=lambda r: r["seq"]):
-        signal = inc.parse(row["id"], row["type"], row["data"])
+    for signal_id, kind, data in rows:
+        signal = inc.parse(signal_id, kind, data)
         if isinstance(signal, str):
             log.warning(signal)
             continue
@@ -77,30 +94,45 @@ def plan_chunks(task, cur, state: dict, now_ms: int) -> tuple[dict | None, dict 
     log = task.context.log
     state = json.loads(json.dumps(state))
     while state.get("current") is None and state["collections"]:
-        name = state["collections"].pop(0)["id"]
+        queued = state["collections"].pop(0)
+        name, where = queued["id"], _filtered(queued.get("filter"))
         db, _, table = name.partition(".")
         layout = table_layout(cur, db, table)
-        key = table_events(layout, task.shaping).key_positions
-        if not key:
-            log.warning(
-                f"table {name} has no primary key: an incremental snapshot reads it in key order; add a "
-                f"primary key, or name its key columns in {C.MESSAGE_KEY_COLUMNS} (the table was skipped)")
+        key = _chunk_key(layout, task.shaping, queued.get("surrogate_key"), log, name)
+        if key is None:
             continue
-        cols = ", ".join(binlog.quote(layout.columns[i].name) for i in key)
-        cur.execute(f"SELECT {cols} FROM {binlog.quote(db)}.{binlog.quote(table)} ORDER BY "
-                    + ", ".join(f"{binlog.quote(layout.columns[i].name)} DESC" for i in key) + " LIMIT 1")
+        cols = [binlog.quote(layout.columns[i].name) for i in key]
+        try:  # the key's maximum among the rows the filter keeps, as Debezium's maximum key query
+            cur.execute(f"SELECT {', '.join(cols)} FROM {binlog.quote(db)}.{binlog.quote(table)}"
+                        + (f" WHERE {where}" if where else "") + " ORDER BY "
+                        + ", ".join(f"{c} DESC" for c in cols) + " LIMIT 1")
+        except pymysql.MySQLError as e:
+            if not where:
+                raise
+            # Debezium skips a table whose maximum key query fails; the filter is the likely cause.
+            log.warning(f"incremental snapshot of {name}: its additional condition ({queued['filter']}) cannot be "
+                        f"run ({first_line(str(e))}); the table was skipped; send a new execute-snapshot signal "
+                        "with a condition the server accepts")
+            continue
         top = cur.fetchone()
         if top is None:
-            log.info(f"incremental snapshot of {name}: the table is empty")
+            log.info(f"incremental snapshot of {name}: the table is empty" + (" (or no row matches its additional "
+                                                                               "condition)" if where else ""))
             continue
-        state["current"] = {"id": name, "last": None, "max": [_jsonable(v) for v in top]}
-        log.info(f"incremental snapshot of {name} begins, up to key {state['current']['max']}")
+        state["current"] = {**{k: v for k, v in queued.items() if k != "id"}, "id": name, "last": None,
+                            "max": [_jsonable(v) for v in top]}
+        log.info(f"incremental snapshot of {name} begins, up to key {state['current']['max']}"
+                 + (f", rows where {queued['filter']}" if where else ""))
     current = state.get("current")
     if current is None:
         return (state if state["collections"] else None), None
     db, _, table = current["id"].partition(".")
     layout = table_layout(cur, db, table)
-    key = table_events(layout, task.shaping).key_positions
+    key = _chunk_key(layout, task.shaping, current.get("surrogate_key"), log, current["id"])
+    if key is None:  # the column went away while the table was being read
+        state["current"] = None
+        return plan_chunks(task, cur, state, now_ms)
+    where = _filtered(current.get("filter"))
     names = [binlog.quote(layout.columns[i].name) for i in key]
     row = "(" + ", ".join(names) + ")" if len(names) > 1 else names[0]
     lit = lambda values: ("(" + ", ".join(task.conn.escape(v) for v in values) + ")"  # noqa: E731
@@ -110,22 +142,22 @@ def plan_chunks(task, cur, state: dict, now_ms: int) -> tuple[dict | None, dict 
     size = int(task.config[C.INCREMENTAL_CHUNK_SIZE])
     watermark(task.cursor(), task.config, inc.WINDOW_OPEN, now_ms)
     for _ in range(int(task.config[C.CHUNKS_PER_BATCH])):
-        where = " AND ".join(([f"{row} > {lit(lo)}"] if lo is not None else []) + [upper])
-        cur.execute(f"SELECT {', '.join(names)} FROM {binlog.quote(db)}.{binlog.quote(table)} WHERE {where} "
-                    f"ORDER BY {', '.join(names)} LIMIT 1 OFFSET {size - 1}")
+        bounds = " AND ".join(([f"{row} > {lit(lo)}"] if lo is not None else []) + [upper])
+        cur.execute(f"SELECT {', '.join(names)} FROM {binlog.quote(db)}.{binlog.quote(table)} WHERE {bounds}"
+                    f"{' AND ' + where if where else ''} ORDER BY {', '.join(names)} LIMIT 1 OFFSET {size - 1}")
         hit = cur.fetchone()
         if hit is None:
-            ranges.append(where)
+            ranges.append(bounds)
             done = True
             break
         hi = [_jsonable(v) for v in hit]
-        ranges.append(f"{where} AND {row} <= {lit(hi)}")
+        ranges.append(f"{bounds} AND {row} <= {lit(hi)}")
         lo = hi
         if hi == current["max"]:
             done = True
             break
     path = os.path.join(task.root, f"incremental-{now_ms}")
-    stage_chunks(task, layout, ranges, path)
+    stage_chunks(task, layout, ranges, path, where)
     watermark(task.cursor(), task.config, inc.WINDOW_CLOSE, now_ms)
     if done:
         log.info(f"incremental snapshot of {current['id']}: last chunks read")
@@ -145,9 +177,35 @@ def watermark(cur, config, kind: str, now_ms: int) -> None:
                 (f"{uuid.uuid4()}-{kind.rsplit('-', 1)[-1]}", kind, json.dumps({"ts_ms": now_ms})))
 
 
-def stage_chunks(task, layout: Layout, ranges: list[str], path: str) -> None:
-    """The chunks' rows (canonical texts), one Spark task per chunk, into a Delta table at `path`.
-    `task`: the MySqlSourceTask planning (its configuration, connection and Spark session)."""
+def _filtered(condition: str | None) -> str | None:
+    """A signal's filter as a WHERE term: in parentheses, so an OR in it stays inside (Debezium ANDs it bare)."""
+    return f"({condition})" if condition else None
+
+
+def _chunk_key(layout: Layout, shaping: Shaping, surrogate: str | None, log, name: str) -> list[int] | None:
+    """The positions of the columns chunks are read by: the signal's surrogate key, else the table's key.
+    None (with a warning saying why) when the table cannot be read in chunks. The events' own key still
+    decides which chunk rows a concurrent change replaces."""
+    key = table_events(layout, shaping).key_positions
+    if not key:
+        log.warning(
+            f"table {name} has no primary key: an incremental snapshot reads it in key order; add a "
+            f"primary key, or name its key columns in {C.MESSAGE_KEY_COLUMNS} (the table was skipped)")
+        return None
+    if not surrogate:
+        return key
+    found = [i for i, c in enumerate(layout.columns) if c.name.lower() == surrogate.lower()]
+    if not found:
+        log.warning(f"incremental snapshot of {name}: surrogate key '{surrogate}' is not a column of the table "
+                    "(the table was skipped)")
+        return None
+    return found
+
+
+def stage_chunks(task, layout: Layout, ranges: list[str], path: str, where: str | None = None) -> None:
+    """The chunks' rows (canonical texts), one Spark task per chunk, into a Delta table at `path`; `where`:
+    the signal's filter, inside the subquery so it sees the table's own columns. `task`: the MySqlSourceTask
+    planning (its configuration, connection and Spark session)."""
     from ingest.delta import write_dataframe
 
     root = task.root
@@ -156,7 +214,8 @@ def stage_chunks(task, layout: Layout, ranges: list[str], path: str) -> None:
             shutil.rmtree(os.path.join(root, old), ignore_errors=True)
     cols = ", ".join(c.sql_text(binlog.quote(c.name)) for c in layout.columns)
     source = (f"(SELECT JSON_ARRAY({cols}) AS after, {', '.join(binlog.quote(c.name) for c in layout.columns)} "
-              f"FROM {binlog.quote(layout.db)}.{binlog.quote(layout.table)}) lc_chunk")
+              f"FROM {binlog.quote(layout.db)}.{binlog.quote(layout.table)}{' WHERE ' + where if where else ''}) "
+              "lc_chunk")
     try:
         df = task.context.spark.read.jdbc(jdbc_url(task.config, task.settings()["tls"], task.conn), source,
                                           predicates=ranges, properties=jdbc_properties(task.config))

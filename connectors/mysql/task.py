@@ -40,6 +40,7 @@ from pyspark.sql import DataFrame
 from connectors.mysql import binlog, gtid, incremental_snapshot, snapshot, stream, tls
 from connectors.mysql import config as C
 from connectors.mysql import incremental as inc
+from connectors.mysql import kafka_signals
 from connectors.mysql.binlog import Position
 from connectors.mysql.catalog import captured_tables, fingerprint, table_layout
 from connectors.mysql.events import shaping_of
@@ -246,6 +247,10 @@ class MySqlSourceTask(SourceTask):
         self.history.ensure_model(cur, start, self.mode, self.filter)
         state = incremental_snapshot.signalled_state(cur, offset, self.config, self.root, self.filter,
                                                      self.context.log)
+        kafka_at = None
+        if C.CHANNEL_KAFKA in C.signal_channels(self.config):
+            state, kafka_at = incremental_snapshot.kafka_signalled_state(cur, offset, state, self.config,
+                                                                         self.filter, self.context.log)
         details: dict[str, Any] = {"kind": STREAM, "ts_ms": now_ms}
         if state and not state.get("paused"):
             state, chunks = incremental_snapshot.plan_chunks(self, cur, state, now_ms)
@@ -253,6 +258,7 @@ class MySqlSourceTask(SourceTask):
                 details["incremental"] = chunks
         end, end_gtids = binlog.binlog_status(cur)
         changed = state != (offset or {}).get(inc.STATE)  # signals applied: commit the new state even so
+        changed = changed or kafka_at != (offset or {}).get(kafka_signals.KAFKA_POSITION)  # or signals read
         # Debezium writes a heartbeat once heartbeat.interval.ms has passed since the last one, idle or not:
         # a batch does when its plan comes that long after the last heartbeat's (kept in the offsets).
         interval, last = int(self.config[C.HEARTBEAT_INTERVAL_MS]), (offset or {}).get(C.HEARTBEAT_AT)
@@ -265,6 +271,8 @@ class MySqlSourceTask(SourceTask):
             end_offset[C.HEARTBEAT_AT] = now_ms if beat else int(last)
         if state:
             end_offset[inc.STATE] = state
+        if kafka_at is not None:
+            end_offset[kafka_signals.KAFKA_POSITION] = kafka_at
         if offset and self.config[C.SIGNAL_DATA_COLLECTION]:  # the signals up to here are applied
             end_offset[inc.SIGNALS_READ] = f"{offset['file']}:{offset['pos']}"
         details["segments"] = [[s.index, s.file, s.start, s.end] for s in segments]
@@ -293,6 +301,8 @@ class MySqlSourceTask(SourceTask):
                                  "and its schema history might not match. Nothing was emitted or committed; the "
                                  "next run takes the snapshot again")
         end = self._offset(cur, pos, now_ms, snapshot=True, gtids=gtids)
+        if offset and kafka_signals.KAFKA_POSITION in offset:  # a new snapshot does not apply old signals again
+            end[kafka_signals.KAFKA_POSITION] = offset[kafka_signals.KAFKA_POSITION]
         self.context.log.info(f"snapshot of {len(layouts)} tables staged: {count} rows, consistent with binlog "
                               f"position {pos.file}:{pos.pos}; locks: {locks}")
         return SourcePlan((PlannedRange(self.partition, dict(offset) if offset else None, end),),

@@ -52,7 +52,6 @@ def test_a_production_config_validates_with_warnings_only_for_keys_nobody_declar
 @pytest.mark.parametrize(("key", "value", "supported"), [
     ("snapshot.locking.mode", "minimal_percona", "supports 'minimal' or 'extended' or 'none'"),
     ("schema.name.adjustment.mode", "avro", "supports 'none'"),
-    ("signal.enabled.channels", "source,kafka", "supports 'source'"),
     ("database.initial.statements", "SET @token = 'hunter2'", "supports an empty value"),
 ])
 def test_a_value_asking_for_what_is_not_built_names_the_key_and_what_is_supported(key, value, supported):
@@ -63,6 +62,38 @@ def test_a_value_asking_for_what_is_not_built_names_the_key_and_what_is_supporte
     assert "asks for what this connector does not do yet" in message and supported in message, message
     assert "remove the key or set a supported value" in message
     assert "hunter2" not in message  # free text is not echoed
+
+
+@pytest.mark.parametrize(("extra", "problems"), [
+    ({"signal.enabled.channels": "source,jmx"},
+     [("signal.enabled.channels", "jmx: a batch connector has no JMX MBean to receive signals; remove jmx")]),
+    ({"signal.enabled.channels": "file", "signal.data.collection": "inventory.signals"},
+     [("signal.enabled.channels", "file: the file channel is not supported; remove file")]),
+    ({"signal.enabled.channels": "source,kafka"},
+     [("signal.kafka.bootstrap.servers", "is required when signal.enabled.channels lists kafka: set the brokers"),
+      ("signal.data.collection", "is required when signal.enabled.channels lists kafka: an incremental snapshot "
+                                 "writes its watermark rows into the signalling table")]),
+])
+def test_a_signal_channel_that_cannot_be_used_is_an_error_saying_what_to_do(extra, problems):
+    with pytest.raises(ConfigError) as e:
+        _validate(extra)
+    assert [(p.key, p.message[:len(m)]) for p, (_, m) in zip(e.value.problems, problems)] == problems, \
+        e.value.problems
+    assert len(e.value.problems) == len(problems)
+
+
+def test_the_kafka_signal_channel_takes_debeziums_keys_and_defaults():
+    setup = _validate({"signal.enabled.channels": "source,kafka", "signal.data.collection": "inventory.signals",
+                       "signal.kafka.bootstrap.servers": "kafka:9092", "signal.kafka.poll.timeout.ms": "100",
+                       "signal.consumer.security.protocol": "PLAINTEXT"})
+    assert setup.warnings == []
+    from connectors.mysql import config as C
+    from connectors.mysql.kafka_signals import consumer_settings
+
+    assert C.signal_topic(setup.config) == "dbserver1-signal" and setup.config[C.SIGNAL_KAFKA_GROUP] == "kafka-signal"
+    settings = consumer_settings(setup.config)
+    assert {k: settings[k] for k in ("bootstrap.servers", "group.id", "security.protocol")} == {
+        "bootstrap.servers": "kafka:9092", "group.id": "kafka-signal", "security.protocol": "PLAINTEXT"}
 
 
 def test_a_value_debezium_does_not_know_is_refused_with_debeziums_values():

@@ -136,9 +136,9 @@ def test_a_change_made_while_a_chunk_is_read_wins_over_the_chunk(tmp_path, spark
         task.read(signal_plan)  # records the signal for the next plan
         stage = incremental_snapshot.stage_chunks
 
-        def racing(task, layout, ranges, path):
+        def racing(task, layout, ranges, path, where=None):
             db("UPDATE t SET v = 'raced' WHERE id = 3")  # after the window opened, before the chunk is read
-            stage(task, layout, ranges, path)
+            stage(task, layout, ranges, path, where)
 
         monkeypatch.setattr(incremental_snapshot, "stage_chunks", racing)
         plan = task.plan({'{"server":"inc"}': signal_plan.ranges[0].end})
