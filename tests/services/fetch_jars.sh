@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/services/fetch_jars.sh -- the Java artifacts of the test bed, fetched with Maven (`make setup`).
 #
-#   .jars/broker       Apache Kafka 4.x (KRaft broker + controller), started by up.sh
+#   .jars/broker       Apache Kafka 4.x (KRaft broker + controller), started by up.sh, and its console tools
 #   .jars/connect      Kafka Connect's runtime, transforms, JSON/String/number converters and FileStream
 #                      connectors: the class path of the oracle harness (tests/oracle/java) and of Kafka
 #                      Connect standalone with current Debezium

@@ -1,11 +1,11 @@
 """`lakeconnect topics produce|consume` and Kafka's console tools' `--property` settings.
 
-The parsing and printing are compared with Kafka's own classes: tests/topics/console_oracle.json holds cases
-and what Kafka 4.1.1's org.apache.kafka.tools.LineMessageReader (kafka-console-producer's line reader) and
-org.apache.kafka.tools.consumer.DefaultMessageFormatter (kafka-console-consumer's printer) did with them,
-recorded by tests/topics/java/ConsoleOracle.java. Those classes are in kafka-tools, which the test bed's
-jars (.jars/broker) do not hold, so the harness is run by hand when the cases change (its header says how)
-and these tests compare with what it recorded. The CLI tests then run the commands over real topic tables.
+The parsing and printing are compared with Kafka's own classes, run by these tests: Kafka 4.1's
+org.apache.kafka.tools.LineMessageReader (kafka-console-producer's line reader) and
+org.apache.kafka.tools.consumer.DefaultMessageFormatter (kafka-console-consumer's printer), from the test bed's
+kafka-tools jar (.jars/broker), over the cases of tests/topics/console_cases.json, through the small harness
+tests/topics/java/ConsoleOracle.java (compiled here, one JVM for every case). The CLI tests then run the commands
+over real topic tables.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,28 @@ from ingest.errors import ConfigError, DataError
 from ingest.topics import TopicTable
 from tests.conftest import cli, cli_here, write_worker
 
-ORACLE = json.loads((Path(__file__).parent / "console_oracle.json").read_text())
+HERE = Path(__file__).parent
+ORACLE = json.loads((HERE / "console_cases.json").read_text())
+JARS = Path(os.environ.get("LAKECONNECT_JARS", HERE.parents[1] / ".jars")) / "broker"
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    """What Kafka's classes do with every case: {"reader": {name: answer}, "formatter": {name: base64 bytes}}."""
+    if not any(JARS.glob("kafka-tools-[0-9]*.jar")):
+        pytest.fail(f"{JARS} has no kafka-tools jar: run `make setup`", pytrace=False)  # never a skip
+    work = tmp_path_factory.mktemp("console-oracle")
+    cases = work / "cases.json"
+    cases.write_text(json.dumps(ORACLE))
+    classpath = f"{JARS}/*"
+    subprocess.run(["javac", "-nowarn", "-d", str(work), "-cp", classpath, str(HERE / "java" / "ConsoleOracle.java")],
+                   check=True, capture_output=True, timeout=300)
+    done = subprocess.run(["java", "-cp", f"{work}{os.pathsep}{classpath}",
+                           "org.apache.kafka.tools.consumer.ConsoleOracle", str(cases)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answered = json.loads(cases.read_text())
+    return {kind: {c["name"]: c["kafka"] for c in answered[kind]} for kind in ("reader", "formatter")}
 KNOWN_READER = ("parse.key, key.separator, parse.headers, headers.delimiter, headers.separator, "
                 "headers.key.separator, null.marker, ignore.error")
 
@@ -40,8 +63,8 @@ def _text(b: bytes | None) -> str | None:
 
 
 @pytest.mark.parametrize("case", ORACLE["reader"], ids=[c["name"] for c in ORACLE["reader"]])
-def test_lines_are_read_as_kafkas_line_reader_reads_them(case):
-    kafka = case["kafka"]
+def test_lines_are_read_as_kafkas_line_reader_reads_them(case, kafka):
+    kafka = kafka["reader"][case["name"]]
     try:
         reader = LineReader(tool_properties(READER_PROPERTIES, _pairs(case["props"]), "kafka-console-producer"))
     except ConfigError as e:
@@ -65,16 +88,16 @@ def test_lines_are_read_as_kafkas_line_reader_reads_them(case):
 
 
 @pytest.mark.parametrize("case", ORACLE["formatter"], ids=[c["name"] for c in ORACLE["formatter"]])
-def test_records_are_printed_byte_for_byte_as_kafkas_formatter_prints_them(case):
+def test_records_are_printed_byte_for_byte_as_kafkas_formatter_prints_them(case, kafka):
     r = case["record"]
     enc = (lambda s: None if s is None else s.encode())
     formatter = RecordFormatter(tool_properties(FORMATTER_PROPERTIES, _pairs(case["props"]), "kafka-console-consumer"))
     got = formatter.format(ConsumedRecord(r["partition"], r["offset"], r["timestamp"], r["timestamp_type"],
                                           enc(r["key"]), enc(r["value"]), [(k, enc(v)) for k, v in r["headers"]]))
-    assert got == base64.b64decode(case["kafka"])
+    assert got == base64.b64decode(kafka["formatter"][case["name"]])
 
 
-def test_every_property_is_covered_by_the_recorded_cases():
+def test_every_property_is_covered_by_the_cases():
     reader = {k for c in ORACLE["reader"] for k in c["props"]}
     formatter = {k for c in ORACLE["formatter"] for k in c["props"]}
     assert reader == set(READER_PROPERTIES.keys)

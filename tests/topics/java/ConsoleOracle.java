@@ -1,13 +1,9 @@
-// tests/topics/java/ConsoleOracle.java -- runs Kafka's own console tool classes over the cases of
-// tests/topics/console_oracle.json and writes what they did into the file's "kafka" fields:
+// tests/topics/java/ConsoleOracle.java -- runs Kafka's own console tool classes over the cases of a JSON file
+// (tests/topics/console_cases.json) and writes what they did into each case's "kafka" field, in place:
 //   reader cases:    org.apache.kafka.tools.LineMessageReader (kafka-console-producer's) over the input text
 //   formatter cases: org.apache.kafka.tools.consumer.DefaultMessageFormatter (kafka-console-consumer's) over one
 //                    record, built as ConsoleConsumer.process builds it (no leader epoch, no delivery count)
-// kafka-tools is not among the test bed's jars (.jars/broker has kafka-tools-api only); to record again:
-//   mvn dependency:get -Dartifact=org.apache.kafka:kafka-tools:4.1.1 -Dtransitive=false
-//   T=~/.m2/repository/org/apache/kafka/kafka-tools/4.1.1/kafka-tools-4.1.1.jar
-//   javac -d /tmp/oracle -cp "$T:.jars/broker/*" tests/topics/java/ConsoleOracle.java
-//   java -cp "/tmp/oracle:$T:.jars/broker/*" org.apache.kafka.tools.consumer.ConsoleOracle tests/topics/console_oracle.json
+// tests/topics/test_console_tools.py compiles and runs it against the test bed's .jars/broker (kafka-tools).
 // It is in DefaultMessageFormatter's package because that class is package-private.
 package org.apache.kafka.tools.consumer;
 
