@@ -68,7 +68,7 @@ def connector_from_json(data: Any, *, source: str, name: str | None = None, defa
         if out.get("name", name) != name:
             problems.append(Problem("name", f"'{out['name']}' does not match the connector name '{name}'"))
         out["name"] = name
-    if not out.get("name") and default_name is not None:
+    if "name" not in out and default_name is not None:  # a name the file gives, even an empty one, is its own
         if default_problem:
             problems.append(Problem("name", f"the file has none, and its file name gives {default_name[:100]!r}, "
                                             f"which {default_problem}; add a \"name\" to the file or give --name"))

@@ -28,7 +28,7 @@ NAMES = {
     "c10_bad_topics_regex.json": "topics.regex",
     "c11_cron_out_of_range.json": "lakeconnect.schedule",
     "c12_cron_words.json": "lakeconnect.schedule",
-    "c13_empty_name.json": "name",
+    "c13_empty_name.json": "name",  # an empty name in the file is refused, not replaced by the file's name
     "c14_name_slash.json": "name",
     "c15_duplicate_keys.json": "duplicate key 'mode'",
     "c17_nested_object.json": "expected a string value",
@@ -68,6 +68,7 @@ NAMES = {
     "c61_delta_path_other_bucket.json": "delta.table.path: s3://someone-elses-bucket/tables/ is outside the lake",
     "c62_sqlite_outside_lake.json": "connection.url: /etc/lakeconnect.db is outside the lake",
     "c63_delta_table_dotdot.json": "table.name.format: '..' is not a table name",
+    "c31_no_name.properties": None,  # a file without a name is named after the file, as `--name` would name it
     "w01_no_converters.properties": "key.converter: missing required configuration",
     "w02_blocked_key.properties": "group.id",
     "w03_bad_boolean.properties": "file.connectors.enable",
