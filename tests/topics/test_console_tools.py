@@ -34,7 +34,7 @@ JARS = Path(os.environ.get("LAKECONNECT_JARS", HERE.parents[1] / ".jars")) / "br
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
+def kafka_tools(tmp_path_factory):
     """What Kafka's classes do with every case: {"reader": {name: answer}, "formatter": {name: base64 bytes}}."""
     if not any(JARS.glob("kafka-tools-[0-9]*.jar")):
         pytest.fail(f"{JARS} has no kafka-tools jar: run `make setup`", pytrace=False)  # never a skip
@@ -63,8 +63,8 @@ def _text(b: bytes | None) -> str | None:
 
 
 @pytest.mark.parametrize("case", ORACLE["reader"], ids=[c["name"] for c in ORACLE["reader"]])
-def test_lines_are_read_as_kafkas_line_reader_reads_them(case, kafka):
-    kafka = kafka["reader"][case["name"]]
+def test_lines_are_read_as_kafkas_line_reader_reads_them(case, kafka_tools):
+    kafka = kafka_tools["reader"][case["name"]]
     try:
         reader = LineReader(tool_properties(READER_PROPERTIES, _pairs(case["props"]), "kafka-console-producer"))
     except ConfigError as e:
@@ -88,13 +88,13 @@ def test_lines_are_read_as_kafkas_line_reader_reads_them(case, kafka):
 
 
 @pytest.mark.parametrize("case", ORACLE["formatter"], ids=[c["name"] for c in ORACLE["formatter"]])
-def test_records_are_printed_byte_for_byte_as_kafkas_formatter_prints_them(case, kafka):
+def test_records_are_printed_byte_for_byte_as_kafkas_formatter_prints_them(case, kafka_tools):
     r = case["record"]
     enc = (lambda s: None if s is None else s.encode())
     formatter = RecordFormatter(tool_properties(FORMATTER_PROPERTIES, _pairs(case["props"]), "kafka-console-consumer"))
     got = formatter.format(ConsumedRecord(r["partition"], r["offset"], r["timestamp"], r["timestamp_type"],
                                           enc(r["key"]), enc(r["value"]), [(k, enc(v)) for k, v in r["headers"]]))
-    assert got == base64.b64decode(kafka["formatter"][case["name"]])
+    assert got == base64.b64decode(kafka_tools["formatter"][case["name"]])
 
 
 def test_every_property_is_covered_by_the_cases():
