@@ -83,3 +83,17 @@ def _parser():
     if spark is None or not java_function(spark, JVM_FUNCTION, JVM_CLASS, PARSED):
         return None
     return lambda text: F.call_function(JVM_FUNCTION, text)
+
+
+def kafka_header_text(literal: str | None) -> str | None:
+    """The text Kafka's header converter writes for `Values.parseString(literal)`, InsertHeader's header value:
+    "007" is 7 and written "7", "null" is a null value. One call to the parser on the driver (not one per
+    record); the literal as it is when the session lacks the jar (logged once, as for reading)."""
+    from pyspark.sql import SparkSession
+
+    from ingest.jvm import _instance
+
+    spark = SparkSession.getActiveSession()
+    if literal is None or spark is None or _parser() is None:
+        return literal
+    return _instance(spark, JVM_CLASS).call(literal).getString(1)

@@ -324,9 +324,9 @@ class InsertHeader(Transform):
     always (a header with the same name already there stays; Kafka adds, it does not replace).
 
     Kafka parses the literal with `Values.parseString` and the header converter writes the parsed value
-    back as text. lakeconnect keeps header values as strings, so the literal is the header's value as
-    written; for plain strings, integers, booleans and dates that is the text Kafka writes. lakeconnect's
-    earlier name for `value.literal`, `literal.value`, is still read.
+    back as text; lakeconnect keeps header values as that text ("007" is "7", "[1, 2]" is "[1,2]", "null" a
+    null value), from the same parser. lakeconnect's earlier name for `value.literal`, `literal.value`, is
+    still read.
     """
 
     aliases = ("org.apache.kafka.connect.transforms.InsertHeader",)
@@ -344,8 +344,10 @@ class InsertHeader(Transform):
                         doc="lakeconnect's earlier name for value.literal."))
 
     def apply(self, batch: RecordBatch) -> RecordBatch:
+        from connectors.converters.simple_header_converter import kafka_header_text
+
         value = self.config["value.literal"]
-        literal = F.lit(self.config["literal.value"] if value is None else value).cast("string")
+        literal = F.lit(kafka_header_text(self.config["literal.value"] if value is None else value)).cast("string")
         return batch.set({HEADERS: append_headers(batch, [(self.config["header"], literal)])})
 
 

@@ -110,6 +110,13 @@ def transform_cases() -> list[dict]:
         config |= {f"transforms.i{i}.type": f"{T}InsertHeader", f"transforms.i{i}.header": header,
                    f"transforms.i{i}.value.literal": literal}
     out += _both("InsertHeader/several", config)
+    # InsertHeader: literals Kafka's parser changes ("007" is the int8 7, written "7"; "null" is a null value)
+    literals = {"a": "007", "b": "1.50", "c": "[1, 2]", "d": "null", "e": " true ", "f": "2024-13-01", "g": "-0"}
+    config = {"transforms": ",".join(f"i{i}" for i in range(len(literals)))}
+    for i, (header, literal) in enumerate(literals.items()):
+        config |= {f"transforms.i{i}.type": f"{T}InsertHeader", f"transforms.i{i}.header": header,
+                   f"transforms.i{i}.value.literal": literal}
+    out += _both("InsertHeader/parsed", config)
     # MaskField
     for settings in ({"fields": "name,qty,price,ratio,small,mid,paid"}, {"fields": "blob,amount,day,at,clock"},
                      {"fields": "address,tags,attrs"}, {"fields": "name,created", "replacement": "***"},
