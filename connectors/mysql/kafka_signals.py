@@ -21,6 +21,9 @@ from ingest.errors import ConfigError, Problem, RetriableError
 KAFKA_POSITION = "lakeconnect.signals.kafka"
 """In an offset: the next offset of the signal topic's partition 0 to read."""
 _TIMEOUT_S = 30.0
+MAX_SIGNALS = 10_000
+"""Signal records a plan reads at most (a batch's memory stays bounded whatever the topic holds); the rest are
+read by the next batches, from the position after the last one read."""
 
 
 def consumer_settings(config) -> dict[str, str]:
@@ -65,7 +68,7 @@ def read_signals(config, position: int | None, log) -> tuple[list[tuple[str, str
             return rows, high
         consumer.assign([TopicPartition(topic, 0, start)])
         next_offset = start
-        while next_offset < high:
+        while next_offset < high and next_offset - start < MAX_SIGNALS:
             msg = consumer.poll(_TIMEOUT_S)
             if msg is None:
                 raise RetriableError(f"{where}: offsets {next_offset} to {high - 1} could not be fetched within "
@@ -76,7 +79,7 @@ def read_signals(config, position: int | None, log) -> tuple[list[tuple[str, str
             row = _signal_row(msg.key(), msg.value(), prefix, msg.offset(), log)
             if row is not None:
                 rows.append(row)
-        return rows, high
+        return rows, next_offset
     except KafkaException as e:
         from ingest.topics.kafka import describe_client_error
 

@@ -12,6 +12,7 @@ server, which is what Debezium's chunk queries (`... WHERE <bounds> AND <filter>
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -172,3 +173,28 @@ def test_a_kafka_signal_is_applied_once_even_by_a_run_killed_after_every_step(tm
     assert _reads(tmp_path / "clean" / "lake", "kfk", "t") == expected
     assert _reads(tmp_path / "clean" / "lake", "kfk", "u") == list(range(1, 13))
     assert offsets(clean, "kfk")[0]["offset"]["lakeconnect.signals.kafka"] == 4
+
+
+def test_a_plan_reads_at_most_max_signals_and_the_next_goes_on_from_there(kafka, monkeypatch):
+    """However many records the signal topic holds, a plan reads MAX_SIGNALS of them (bounded memory); the
+    position it returns is after the last it read, so the next plan reads the rest, none twice."""
+    from connectors.mysql import config as C
+    from connectors.mysql import kafka_signals
+
+    class Config(dict):
+        originals = property(lambda self: dict(self))
+
+    topic = kafka.unique_topic("sig-bounded")
+    kafka.create_topic(topic, 1)
+    _produce(kafka.bootstrap, topic, *[("kb", {"id": f"s-{i}", "type": "pause-snapshot", "data": {}})
+                                       for i in range(5)])
+    config = Config({C.SIGNAL_KAFKA_TOPIC: topic, C.SIGNAL_KAFKA_BOOTSTRAP: kafka.bootstrap,
+                     C.SIGNAL_KAFKA_GROUP: "kafka-signal", C.TOPIC_PREFIX: "kb"})
+    monkeypatch.setattr(kafka_signals, "MAX_SIGNALS", 2)
+    log = logging.getLogger("test")
+    seen, position = [], 0
+    for expected in (2, 4, 5, 5):
+        rows, position = kafka_signals.read_signals(config, position, log)
+        seen += [sid for sid, _, _ in rows]
+        assert position == expected
+    assert seen == [f"s-{i}" for i in range(5)]
