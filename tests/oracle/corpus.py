@@ -103,20 +103,16 @@ def transform_cases() -> list[dict]:
         out += _value_and_key("InsertField", "InsertField", settings)
     out.append(chain("InsertField/tombstone", one("t", f"{T}InsertField$Value", {"topic.field": "t"}),
                      ORDER, [{**r, "value": None} for r in _records(ORDER_ROWS[:1], 1)], KEY))
-    # InsertHeader: several in one chain
-    literals = {"h": "v", "source": "42", "x": "[1,2]", "y": "true", "z": "{\"a\":1}", "n": "1.5", "e": ""}
-    config = {"transforms": ",".join(f"i{i}" for i in range(len(literals)))}
-    for i, (header, literal) in enumerate(literals.items()):
-        config |= {f"transforms.i{i}.type": f"{T}InsertHeader", f"transforms.i{i}.header": header,
-                   f"transforms.i{i}.value.literal": literal}
-    out += _both("InsertHeader/several", config)
-    # InsertHeader: literals Kafka's parser changes ("007" is the int8 7, written "7"; "null" is a null value)
-    literals = {"a": "007", "b": "1.50", "c": "[1, 2]", "d": "null", "e": " true ", "f": "2024-13-01", "g": "-0"}
-    config = {"transforms": ",".join(f"i{i}" for i in range(len(literals)))}
-    for i, (header, literal) in enumerate(literals.items()):
-        config |= {f"transforms.i{i}.type": f"{T}InsertHeader", f"transforms.i{i}.header": header,
-                   f"transforms.i{i}.value.literal": literal}
-    out += _both("InsertHeader/parsed", config)
+    # InsertHeader: several in one chain; then literals Kafka's parser changes ("007" is the int8 7, written "7")
+    for name, literals in (
+            ("several", {"h": "v", "source": "42", "x": "[1,2]", "y": "true", "z": "{\"a\":1}", "n": "1.5", "e": ""}),
+            ("parsed", {"a": "007", "b": "1.50", "c": "[1, 2]", "d": "null", "e": " true ", "f": "2024-13-01",
+                        "g": "-0"})):
+        config = {"transforms": ",".join(f"i{i}" for i in range(len(literals)))}
+        for i, (header, literal) in enumerate(literals.items()):
+            config |= {f"transforms.i{i}.type": f"{T}InsertHeader", f"transforms.i{i}.header": header,
+                       f"transforms.i{i}.value.literal": literal}
+        out += _both(f"InsertHeader/{name}", config)
     # MaskField
     for settings in ({"fields": "name,qty,price,ratio,small,mid,paid"}, {"fields": "blob,amount,day,at,clock"},
                      {"fields": "address,tags,attrs"}, {"fields": "name,created", "replacement": "***"},
