@@ -540,7 +540,7 @@ def history_keys_unused(config) -> list[str]:
 class TableFilter:
     """Which tables are captured: Debezium's database and table include/exclude lists (regular expressions
     matching the whole `<db>` or `<db>.<table>`, case-insensitively), never the system databases; the
-    signalling table always. Picklable, and rebuilt from `to_json` on executors."""
+    signalling table always, as Debezium does. Picklable, and rebuilt from `to_json` on executors."""
 
     def __init__(self, databases_in=(), databases_out=(), tables_in=(), tables_out=(), signal: str | None = None):
         self.spec = [list(databases_in), list(databases_out), list(tables_in), list(tables_out), signal]
@@ -562,15 +562,15 @@ class TableFilter:
         return cls(*spec)
 
     def __contains__(self, item: tuple[str, str]) -> bool:
-        db, table = item
-        if self.signal and f"{db}.{table}".lower() == self.signal:
-            return True
-        return self.captures(db, table)
+        return self.captures(*item)
 
     def captures(self, db: str, table: str) -> bool:
-        """A table whose changes become events (the signalling table only when it matches the lists too)."""
+        """A table whose changes become events: the signalling table whatever the lists say (Debezium 2.3 and 3.x
+        write its rows, their watermark rows too, to `<prefix>.<db>.<table>`; tests/mysql/test_signals_oracle.py)."""
         if db.lower() in SYSTEM_DATABASES:
             return False
+        if self.signal and f"{db}.{table}".lower() == self.signal:
+            return True
         if self._din and not any(p.fullmatch(db) for p in self._din):
             return False
         if any(p.fullmatch(db) for p in self._dout):

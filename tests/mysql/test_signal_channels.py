@@ -4,10 +4,8 @@ the matching rows, kept in the offset while the table is read; a filter that cou
 refused by name; `surrogate-key` orders the chunks; a signal sent to the kafka channel is applied once, by a
 run that never crashed and by one killed after every step of the batch that reads it.
 
-Debezium's own output is not compared here: tests/mysql/connect_oracle.py runs Debezium 2.3.4, whose
-incremental snapshots need its Kafka-based signalling and a running worker polled over time, which that
-harness's one-shot corpus does not drive. The rows expected are those of the filter's SELECT on the same
-server, which is what Debezium's chunk queries (`... WHERE <bounds> AND <filter>`) read."""
+The rows expected here are those of the filter's SELECT on the same server; tests/mysql/test_signals_oracle.py
+sends filtered signals through both channels to the real Debezium 2.3.4 and 3.5.0 and compares their records."""
 
 from __future__ import annotations
 
