@@ -109,8 +109,11 @@ class Worker:
         return self.stores.configs.put(name, raw)
 
     def delete(self, name: str) -> None:
-        """Remove the config; offsets stay, so a connector re-created with the same name resumes."""
+        """Remove the config; offsets stay, so a connector re-created with the same name resumes. Its active
+        topics go, as Kafka Connect's distributed herder forgets them: a connector re-created later starts with
+        none."""
         self.stores.configs.delete(name)
+        self.topic_resets.reset(name)
 
     def get(self, name: str, *, masked: bool = True) -> dict[str, Any]:
         found = self.stores.configs.require(name)

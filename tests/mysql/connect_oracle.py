@@ -1,7 +1,8 @@
 """The real Debezium in the real Kafka Connect, as an oracle for the MySQL CDC connector's records.
 
 `ConnectWorker` starts ONE Kafka Connect standalone worker (one JVM, `ConnectStandalone worker.properties`
-with no connector files: connectors come and go through its REST API) on the jars
+with no connector files: connectors come and go through its REST API; or, `distributed=True`, a distributed
+worker alone in its group, its internal topics on the broker) on the jars
 tests/services/fetch_jars.sh fetched, writing to the test bed's real broker with JsonConverter for keys
 and values. Offsets go to a file under the worker's directory. `read_topic` reads a topic back with
 confluent-kafka: (topic, partition, offset, key bytes, value bytes, headers), as Kafka holds them.
@@ -28,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 JARS = REPO / ".jars"
 CONNECT_MAIN = "org.apache.kafka.connect.cli.ConnectStandalone"
+CONNECT_DISTRIBUTED = "org.apache.kafka.connect.cli.ConnectDistributed"
 
 # Class path and logging set-up per flavour (2.3's Connect 3.5 logs through reload4j, 4.1's through log4j2), and
 # what the flavour needs changed in a 2.3 connector JSON: 3.x's MariaDB connector has its own class and
@@ -90,8 +92,8 @@ class Record:
 class ConnectWorker:
     """A Kafka Connect standalone worker in its own JVM, driven through its REST API."""
 
-    def __init__(self, flavour: str, bootstrap: str, workdir: Path):
-        self.flavour, self.bootstrap, self.dir = flavour, bootstrap, workdir
+    def __init__(self, flavour: str, bootstrap: str, workdir: Path, distributed: bool = False):
+        self.flavour, self.bootstrap, self.dir, self.distributed = flavour, bootstrap, workdir, distributed
         self.spec = FLAVOURS[flavour]
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -102,11 +104,19 @@ class ConnectWorker:
     def start(self, timeout: float = 300) -> ConnectWorker:
         self.dir.mkdir(parents=True, exist_ok=True)
         worker = self.dir / "worker.properties"
+        if self.distributed:  # its own group and internal topics on the broker, named after the port
+            group = f"oracle-{self.port}-{int(time.time())}"
+            stores = ("config", "offset", "status")
+            storage = [f"group.id={group}", *(f"{k}.storage.topic={group}-{k}s" for k in stores),
+                       *(f"{k}.storage.replication.factor=1" for k in stores),
+                       "offset.storage.partitions=1", "status.storage.partitions=1"]
+        else:
+            storage = [f"offset.storage.file.filename={self.dir / 'offsets.dat'}"]
         worker.write_text("\n".join([
             f"bootstrap.servers={self.bootstrap}",
             "key.converter=org.apache.kafka.connect.json.JsonConverter",
             "value.converter=org.apache.kafka.connect.json.JsonConverter",
-            f"offset.storage.file.filename={self.dir / 'offsets.dat'}",
+            *storage,
             "offset.flush.interval.ms=500",
             f"listeners=http://127.0.0.1:{self.port}",
             "plugin.path=",
@@ -118,7 +128,8 @@ class ConnectWorker:
         logging = ([f"-Dlog4j.configuration=file:{log_conf}"] if self.spec["log"] == "log4j.properties"
                    else [f"-Dlog4j2.configurationFile={log_conf}"])
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(["java", *JVM_FLAGS, *logging, "-cp", classpath, CONNECT_MAIN, str(worker)],
+        main = CONNECT_DISTRIBUTED if self.distributed else CONNECT_MAIN
+        self.proc = subprocess.Popen(["java", *JVM_FLAGS, *logging, "-cp", classpath, main, str(worker)],
                                      cwd=self.dir, stdout=open(self.dir / "stdout.log", "wb"),
                                      stderr=subprocess.STDOUT)
         while time.monotonic() - t0 < timeout:
