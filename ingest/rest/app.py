@@ -81,6 +81,8 @@ class ConnectApi:
         self._locks = [threading.Lock() for _ in range(64)]
         self._registry_lock = threading.Lock()
         self._loggers = Loggers()  # the process's: a `lakeconnect worker`'s runs log through the same loggers
+        from ingest.runtime.metrics import Metrics
+        self._metrics = Metrics(worker.stores, worker.registry)  # counting from now, as Kafka's from its start
         worker.registry.plugins()  # the plugins are found once, before threads look them up
         self.registry = RegistryApi(SchemaStore(state_uri(worker.lake_root, SCHEMAS_TABLE), worker.storage_options))
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
@@ -178,9 +180,10 @@ class ConnectApi:
         return Response(200, body)
 
     def metrics(self, **_) -> Response:
-        """Kafka Connect's metrics (ch. 9) in Prometheus's text format, from the state tables."""
-        from ingest.runtime.metrics import CONTENT_TYPE, metrics_text
-        return Response(200, raw=metrics_text(self.worker.stores, self.worker.registry), content_type=CONTENT_TYPE)
+        """Kafka Connect's metrics (ch. 9) in Prometheus's text format, from the state tables: counters since
+        this server started."""
+        from ingest.runtime.metrics import CONTENT_TYPE
+        return Response(200, raw=self._metrics.text(), content_type=CONTENT_TYPE)
 
     def root(self, **_) -> Response:
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import threading
 from itertools import islice
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,8 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from ingest.config.connector import CONNECTOR_CLASS, LOG_ENABLE, TASKS_MAX
-from ingest.errors import LakeConnectError
+from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX
 from ingest.state.stores import COMMITTED, CONNECTOR_TASK, RUNNING, STOPPED, UNASSIGNED, Stores
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -43,7 +43,7 @@ _POLL_STEPS = ("plan", "read", "transform", "convert", "write")
 apart from writing the topics."""
 _STATS = pa.schema([
     ("records_read", pa.int64()), ("records_written", pa.int64()), ("records_skipped", pa.int64()),
-    ("records_failed", pa.int64()), ("records_dead_lettered", pa.int64()),
+    ("records_failed", pa.int64()), ("records_dead_lettered", pa.int64()), ("errors_logged", pa.int64()),
     ("timings_ms", pa.struct([(step, pa.float64()) for step in _STEPS])),
 ])
 
@@ -99,6 +99,8 @@ def _escape_help(text: str) -> str:
 def _number(value: float) -> str:
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
     if isinstance(value, int) or float(value).is_integer():
         return str(int(value))
     return repr(float(value))
@@ -112,24 +114,82 @@ class _Connector:
     version: str
     target: str
     tasks: int  # the tasks it has (GET /connectors/{name}/tasks); none once STOPPED, as in Kafka
-    logs_errors: bool
 
 
-def metrics_text(stores: Stores, registry, now: dt.datetime | None = None) -> str:
-    """The exposition of every metric lakeconnect can compute, for connectors as the state tables hold them."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    connectors = _connectors(stores, registry)
-    shown = connectors[:MAX_CONNECTORS]
-    statuses = {(r["connector"], r["task"]): r["state"] for r in stores.status.latest(["connector", "task"])}
-    totals, windowed, last_errors = _batches(stores, {c.name for c in shown}, now)
-    out = _Exposition()
-    _worker_metrics(out, connectors, statuses)
-    for c in shown:
-        _connector_metrics(out, c, statuses)
-    for c, task in islice(((c, task) for c in shown for task in range(c.tasks)), MAX_TASKS):
-        _task_metrics(out, c, task, statuses, totals.get((c.name, task), {}), windowed.get((c.name, task), {}),
-                      last_errors.get((c.name, task)))
-    return out.text()
+class Metrics:
+    """The metrics one REST server serves. Counters count the batches committed since it started, as Kafka's count
+    since the worker started (a restart starts them at 0, which Prometheus's rate() and increase() read as a counter
+    reset): so maintenance pruning old runs never makes them go down, and a scrape reads only the runs rows written
+    since the last one (and the rate window's), not the whole history. Thread-safe: scrapes come on several
+    threads."""
+
+    OVERLAP = dt.timedelta(minutes=5)
+    """How far back each scrape reads again: a batch's row is visible once its Delta commit lands, which can be a
+    little after the time it carries. A batch counted once is remembered this long and not counted again."""
+
+    def __init__(self, stores: Stores, registry, started: dt.datetime | None = None):
+        self.stores, self.registry = stores, registry
+        self.started = started or dt.datetime.now(dt.timezone.utc)
+        self._read_from = self.started
+        self._totals: dict[tuple[str, int], dict[str, int]] = {}
+        self._counted: dict[tuple[str, int, int], dt.datetime] = {}
+        self._last_errors: dict[tuple[str, int], dt.datetime] = {}
+        self._lock = threading.Lock()
+
+    def text(self, now: dt.datetime | None = None) -> str:
+        """The exposition of every metric lakeconnect can compute, for connectors as the state tables hold them."""
+        now = now or dt.datetime.now(dt.timezone.utc)
+        connectors = _connectors(self.stores, self.registry)
+        shown = connectors[:MAX_CONNECTORS]
+        statuses = {(r["connector"], r["task"]): r["state"] for r in self.stores.status.latest(["connector", "task"])}
+        with self._lock:
+            windowed = self._scrape({c.name for c in shown}, now)
+            totals, last_errors = dict(self._totals), dict(self._last_errors)
+        out = _Exposition()
+        _worker_metrics(out, connectors, statuses)
+        for c in shown:
+            _connector_metrics(out, c, statuses)
+        for c, task in islice(((c, task) for c in shown for task in range(c.tasks)), MAX_TASKS):
+            _task_metrics(out, c, task, statuses, totals.get((c.name, task), {}), windowed.get((c.name, task), {}),
+                          last_errors.get((c.name, task)))
+        return out.text()
+
+    def _scrape(self, names: set[str], now: dt.datetime) -> dict[tuple[str, int], dict[str, Any]]:
+        """Adds the batches committed since the last scrape to the counters; returns the rate window's aggregates."""
+        since = min(self._read_from - self.OVERLAP, now - RATE_WINDOW)
+        table = _batch_table(self.stores, names, since)
+        self._read_from = now
+        keys = ["connector", "task"]
+        if table.num_rows:
+            started = pa.scalar(self.started, table.schema.field("written_at").type)
+            for row in table.filter(pc.greater_equal(table["written_at"], started)).select(
+                    ["connector", "task", "batch_id", "written_at", "ended_at", "read", "written", "errors",
+                     "dead_lettered", "logged"]).to_pylist():
+                batch = (row["connector"], row["task"], row["batch_id"])
+                if batch in self._counted:
+                    continue
+                self._counted[batch] = row["written_at"]
+                total = self._totals.setdefault(batch[:2], dict.fromkeys(_COUNTED, 0))
+                for column in _COUNTED[:-1]:
+                    total[column] += row[column]
+                total["batches"] += 1
+                if row["errors"] and (batch[:2] not in self._last_errors
+                                      or row["ended_at"] > self._last_errors[batch[:2]]):
+                    self._last_errors[batch[:2]] = row["ended_at"]
+        horizon = now - self.OVERLAP - RATE_WINDOW
+        self._counted = {k: v for k, v in self._counted.items() if v >= horizon}
+        if not table.num_rows:
+            return {}
+        recent = table.filter(pc.greater_equal(table["ended_at"],
+                                               pa.scalar(now - RATE_WINDOW, table.schema.field("ended_at").type)))
+        return _rows(recent.group_by(keys, use_threads=False).aggregate(
+            [("read", "sum"), ("written", "sum"), ("read", "mean"), ("read", "max"), ("poll_ms", "mean"),
+             ("poll_ms", "max"), ("put_ms", "mean"), ("put_ms", "max"), ("commit_ms", "mean"), ("commit_ms", "max")]),
+            keys)
+
+
+_COUNTED = ("read", "written", "errors", "dead_lettered", "logged", "batches")
+"""A task's counters: sums over its committed batches (the last: how many)."""
 
 
 def _connectors(stores: Stores, registry) -> list[_Connector]:
@@ -140,11 +200,9 @@ def _connectors(stores: Stores, registry) -> list[_Connector]:
         config = json.loads(row["config"])
         info = registry.find_connector(config.get(CONNECTOR_CLASS) or "")
         tasks = 0 if row["target_state"] == STOPPED else _tasks_max(config.get(TASKS_MAX))
-        # Kafka's BOOLEAN parse (trimmed, any case); a config that fails it fails its runs, which log nothing
-        logs = str(config.get(LOG_ENABLE) or "").strip().lower() == "true"
         out.append(_Connector(row["connector"], info.cls.kind if info else "unknown",
                               info.class_name if info else str(config.get(CONNECTOR_CLASS) or ""),
-                              (info.version or "") if info else "", row["target_state"], tasks, logs))
+                              (info.version or "") if info else "", row["target_state"], tasks))
     return out
 
 
@@ -163,14 +221,14 @@ def _state(c: _Connector, task: int, statuses: Mapping[tuple[str, int], str]) ->
     return statuses.get((c.name, task), UNASSIGNED)
 
 
-def _batches(stores: Stores, names: set[str], now: dt.datetime):
-    """Per (connector, task): sums over every committed batch; sums, means and maxima over those that ended in
-    the window; the end of the last batch that set records aside. One read of the runs table, in Arrow."""
-    runs = stores.runs.read(pc.field("state") == COMMITTED, ["connector", "task", "stats", "ended_at"])
+def _batch_table(stores: Stores, names: set[str], since: dt.datetime) -> pa.Table:
+    """The committed batches of the connectors `names` whose runs row was written at `since` or later, one row
+    each with what the counters and the window need. One read of the runs table (its files are cached), in Arrow."""
+    runs = stores.runs.read(pc.field("state") == COMMITTED,
+                            ["connector", "task", "batch_id", "stats", "ended_at", "written_at"])
+    recent = pc.greater_equal(runs["written_at"], pa.scalar(since, runs.schema.field("written_at").type))
     shown = pc.is_in(runs["connector"], pa.array(sorted(names), pa.string()))
-    runs = runs.filter(pc.and_(pc.greater_equal(runs["task"], 0), shown))  # negative tasks: a sink's compaction
-    if runs.num_rows == 0:
-        return {}, {}, {}
+    runs = runs.filter(pc.and_(pc.and_(pc.greater_equal(runs["task"], 0), shown), recent))  # <0: compaction
     stats = _parse_stats(runs["stats"])
     timings = stats["timings_ms"]
 
@@ -183,42 +241,53 @@ def _batches(stores: Stores, names: set[str], now: dt.datetime):
 
     zero = pa.scalar(0, pa.int64())
     errors = pc.add(pc.fill_null(stats["records_skipped"], zero), pc.fill_null(stats["records_failed"], zero))
-    table = pa.table({
-        "connector": runs["connector"], "task": runs["task"], "ended_at": runs["ended_at"],
+    return pa.table({
+        "connector": runs["connector"], "task": runs["task"], "batch_id": runs["batch_id"],
+        "ended_at": runs["ended_at"], "written_at": runs["written_at"],
         "read": pc.fill_null(stats["records_read"], zero), "written": pc.fill_null(stats["records_written"], zero),
         "errors": errors, "dead_lettered": pc.fill_null(stats["records_dead_lettered"], zero),
+        "logged": pc.fill_null(stats["errors_logged"], zero),
         "poll_ms": step_sum(_POLL_STEPS), "put_ms": pc.struct_field(timings, "put"),
         "commit_ms": pc.struct_field(timings, "commit"),
     })
-    keys = ["connector", "task"]
-    totals = _rows(table.group_by(keys, use_threads=False).aggregate(
-        [*((c, "sum") for c in ("read", "written", "errors", "dead_lettered")), ("read", "count")]), keys)
-    since = pa.scalar(now - RATE_WINDOW, runs.schema.field("ended_at").type)
-    recent = table.filter(pc.greater_equal(table["ended_at"], since))
-    windowed = _rows(recent.group_by(keys, use_threads=False).aggregate(
-        [("read", "sum"), ("written", "sum"), ("read", "mean"), ("read", "max"), ("poll_ms", "mean"),
-         ("poll_ms", "max"), ("put_ms", "mean"), ("put_ms", "max"), ("commit_ms", "mean"), ("commit_ms", "max")]),
-        keys)
-    failing = table.filter(pc.greater(table["errors"], 0))
-    last = failing.group_by(keys, use_threads=False).aggregate([("ended_at", "max")])
-    last_errors = {(r["connector"], r["task"]): r["ended_at_max"] for r in last.to_pylist()}
-    return totals, windowed, last_errors
 
 
 def _parse_stats(column: pa.ChunkedArray) -> pa.Table:
     """The stats JSON of every row, parsed by Arrow's JSON reader in one pass (one object a line: json.dumps
-    writes none with a newline inside)."""
+    writes none with a newline inside); when a row is not what the runner writes, row by row, that row's
+    numbers that are not numbers taken as absent, so one damaged row cannot fail every scrape."""
     texts = pc.fill_null(column, "{}").combine_chunks().cast(pa.large_string())
+    if len(texts) == 0:
+        return _STATS.empty_table()
     joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, len(texts)], pa.int64()), texts),
                             pa.scalar("\n", pa.large_string()))
     body = joined[0].as_buffer()
     options = pajson.ParseOptions(explicit_schema=_STATS, unexpected_field_behavior="ignore")
-    parsed = pajson.read_json(pa.BufferReader(body), parse_options=options,
-                              read_options=pajson.ReadOptions(use_threads=True, block_size=4 << 20))
-    if parsed.num_rows != len(texts):  # a stats text with a newline inside would shift every later row
-        raise LakeConnectError("the runs table's stats are not one JSON object a row; its batches' metrics cannot "
-                               "be computed")
-    return parsed
+    try:
+        parsed = pajson.read_json(pa.BufferReader(body), parse_options=options,
+                                  read_options=pajson.ReadOptions(use_threads=True, block_size=4 << 20))
+        if parsed.num_rows == len(texts):  # a stats text with a newline inside would shift every later row
+            return parsed
+    except pa.ArrowInvalid:
+        pass
+    return pa.Table.from_pylist([_stats_row(t) for t in texts.to_pylist()], schema=_STATS)
+
+
+def _stats_row(text: str) -> dict[str, Any]:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        found = None
+    found = found if isinstance(found, dict) else {}
+
+    def number(value: Any, kind: type) -> Any:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return kind(value) if ok else None
+
+    timings = found.get("timings_ms") if isinstance(found.get("timings_ms"), dict) else {}
+    row: dict[str, Any] = {f.name: number(found.get(f.name), int) for f in _STATS if f.name != "timings_ms"}
+    row["timings_ms"] = {step: number(timings.get(step), float) for step in _STEPS}
+    return row
 
 
 def _rows(table: pa.Table, keys: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -283,7 +352,7 @@ def _task_metrics(out: _Exposition, c: _Connector, task: int, statuses, total: M
                                             f"batch's commit step), {per}.", labels, avg("commit_ms_mean"))
     out.add(g, "offset-commit-max-time-ms", f"The maximum time in milliseconds of the task's offset commits (a "
                                             f"batch's commit step), {per}.", labels, avg("commit_ms_max"))
-    read, written = total.get("read_sum", 0), total.get("written_sum", 0)
+    read, written = total.get("read", 0), total.get("written", 0)
     if c.kind == "source":
         g = "source-task-metrics"
         out.add(g, "source-record-poll-total", "The records polled (before transformation) by the task's committed "
@@ -309,20 +378,20 @@ def _task_metrics(out: _Exposition, c: _Connector, task: int, statuses, total: M
         out.add(g, "put-batch-max-time-ms", f"The maximum time in milliseconds of a batch's put, {per}.", labels,
                 avg("put_ms_max"))
         out.add(g, "offset-commit-completion-total", "The task's offset commits that completed: its committed "
-                                                     "batches.", labels, total.get("read_count", 0))
+                                                     "batches.", labels, total.get("batches", 0))
         out.add(g, "offset-commit-skip-total", "The task's offset commits received too late and skipped: none, a "
                                                "batch commits its offsets itself, synchronously.", labels, 0)
     g = "task-error-metrics"
-    errors = total.get("errors_sum", 0)
+    errors = total.get("errors", 0)
     out.add(g, "total-record-errors", "The records of the task's committed batches that failed and were "
                                       "tolerated (errors.tolerance=all).", labels, errors)
     out.add(g, "total-records-skipped", "The records the task's committed batches skipped for errors.", labels,
             errors)
     out.add(g, "total-errors-logged", "The errors the task logged (errors.log.enable=true).", labels,
-            errors if c.logs_errors else 0)
-    if c.kind == "sink":
-        out.add(g, "deadletterqueue-produce-requests", "The records the task's committed batches wrote to the dead "
-                                                       "letter queue.", labels, total.get("dead_lettered_sum", 0))
+            total.get("logged", 0))
+    out.add(g, "deadletterqueue-produce-requests", "The records the task's committed batches wrote to the dead "
+                                                   "letter queue (a sink's; a source task's is 0, as in Kafka).",
+            labels, total.get("dead_lettered", 0))
     out.add(g, "last-error-timestamp", "The epoch timestamp in milliseconds of the end of the task's last batch "
                                        "that had a failed record; 0 if none.", labels,
             0 if last_error is None else int(last_error.timestamp() * 1000))

@@ -268,7 +268,7 @@ class BatchRunner:
                              sorted(topics))
         # Kafka Connect's source task metrics in spirit (ch. 9): polled, written, skipped, time per step.
         stats = {"records_read": records + failures, "records_written": records, "records_skipped": failures,
-                 "bytes_written": written_bytes[0], "topics": sorted(topics), "timings_ms": steps.timings,
+                 "errors_logged": failures if policy.log_enable else 0, "bytes_written": written_bytes[0], "topics": sorted(topics), "timings_ms": steps.timings,
                  "latency_ms": round(sum(steps.timings.values()), 1)}
         log.committed(current, stats, plan.to_json())
         steps.done("done")
@@ -543,7 +543,7 @@ class BatchRunner:
         plan = {"ranges": [r.to_json() for r in ranges], "prepared": prepared}
         # Kafka Connect's sink task metrics in spirit (ch. 9): read, put, failed, lag left behind, time per step.
         stats = {"records_read": records, "records_written": max(delivered - failures, 0),
-                 "records_failed": failures,
+                 "records_failed": failures, "errors_logged": failures if policy.log_enable else 0,
                  "records_dead_lettered": failures if policy.dlq_topic else 0,
                  "topics": sorted({r.topic for r in ranges}), "timings_ms": steps.timings,
                  "latency_ms": round(sum(steps.timings.values()), 1),

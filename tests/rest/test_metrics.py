@@ -93,18 +93,20 @@ def test_metrics_of_real_batches(tmp_path, worker_file):
         "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
         "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "events-dlq", "errors.log.enable": "true"})
     _create(worker_file, tmp_path, {"name": "idle", "connector.class": "FileStreamSource",
-                                    "file": str(tmp_path / "none.txt"), "topic": "idle", "tasks.max": "1"})
+                                    "file": str(tmp_path / "none.txt"), "topic": "idle", "tasks.max": "1",
+                                    "database.password": "s3cr3t-in-config"})  # a team's own key, masked
 
-    run_here(worker_file, "src")
-    with open(source, "a") as f:
-        f.write("four\nfive\n")
-    run_here(worker_file, "src")  # two batches: 3 records, then 2
-    run_here(worker_file, SINK)
     credentials = tmp_path / "credentials.properties"
     credentials.write_text("kate=w0rd\n")
-    server = Rest(worker_file, "--credentials", str(credentials))
+    server = Rest(worker_file, "--credentials", str(credentials))  # its counters count from its start
     try:
         assert _scrape(server)[0] == 401  # the other routes' basic authentication
+        assert _scrape(server, "kate:w0rd")[0] == 200
+        run_here(worker_file, "src")
+        with open(source, "a") as f:
+            f.write("four\nfive\n")
+        run_here(worker_file, "src")  # two batches: 3 records, then 2
+        run_here(worker_file, SINK)
         status, content_type, text = _scrape(server, "kate:w0rd")
         _, sink_status = server.call("GET", "/connectors/" + urllib.request.quote(SINK, safe="") + "/status",
                                      user="kate:w0rd")
@@ -112,7 +114,7 @@ def test_metrics_of_real_batches(tmp_path, worker_file):
         assert "w0rd" not in server.stop()
     assert status == 200, text
     assert content_type == "text/plain; version=0.0.4; charset=utf-8"
-    assert "w0rd" not in text and str(source) not in text  # no config value, no secret
+    assert "w0rd" not in text and "s3cr3t" not in text and str(source) not in text  # no config value, no secret
     m = parse(text)
 
     src = {"connector": "src", "task": "0"}
@@ -176,3 +178,55 @@ def test_label_values_are_escaped():
     assert _escape_label('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
     parsed = parse('# HELP x_total h\n# TYPE x_total counter\nx_total{connector="%s"} 1\n' % _escape_label('a"\\\n'))
     assert value(parsed, "x_total", connector='a"\\\n') == 1
+
+
+def test_counters_count_from_the_start_never_go_down_and_rates_keep_their_window(tmp_path, worker_file):
+    """In process, with the clock given: a batch committed before the metrics started is not counted (Kafka's
+    counters count from the worker's start), though the rate window holds it; maintenance pruning the runs table leaves the counters as they were;
+    a scrape after the window has passed shows rates of 0 and Kafka's NaN averages, the counters unchanged."""
+    import datetime as dt
+
+    from ingest.config.worker import load_worker
+    from ingest.maintenance import compact_history
+    from ingest.runtime.metrics import Metrics
+    from ingest.runtime.worker import Worker
+
+    source = tmp_path / "source.txt"
+    source.write_text("before\n")
+    _create(worker_file, tmp_path, {"name": "src", "connector.class": "FileStreamSource", "file": str(source),
+                                    "topic": "lines"})
+    run_here(worker_file, "src")
+    worker = Worker(load_worker(str(worker_file)))
+    metrics = Metrics(worker.stores, worker.registry)
+    for lines in ("a\nb\n", "c\n"):
+        with open(source, "a") as f:
+            f.write(lines)
+        run_here(worker_file, "src")
+    src = {"connector": "src", "task": "0"}
+    now = dt.datetime.now(dt.timezone.utc)
+    m = parse(metrics.text(now))
+    assert value(m, "kafka_connect_source_task_source_record_poll_total", **src) == 3
+    assert value(m, "kafka_connect_connector_task_batch_size_max", **src) == 2
+    # the window holds every batch that ended in it, the one before the start too
+    assert math.isclose(value(m, "kafka_connect_source_task_source_record_write_rate", **src),
+                        4 / RATE_WINDOW.total_seconds())
+    assert parse(metrics.text(now)) == m  # a second scrape counts nothing twice
+
+    pruned = compact_history(worker.stores.runs.uri, ["connector", "task"], 2**62, None, runs=True)
+    assert pruned and pruned["rows_after"] < pruned["rows_before"]
+    assert value(parse(metrics.text(now)), "kafka_connect_source_task_source_record_poll_total", **src) == 3
+
+    later = parse(metrics.text(now + RATE_WINDOW + dt.timedelta(minutes=1)))
+    assert value(later, "kafka_connect_source_task_source_record_poll_total", **src) == 3
+    assert value(later, "kafka_connect_source_task_source_record_write_rate", **src) == 0
+    assert math.isnan(value(later, "kafka_connect_connector_task_batch_size_avg", **src))
+
+
+def test_a_damaged_stats_row_is_read_without_its_numbers():
+    from ingest.runtime.metrics import _parse_stats
+    import pyarrow as pa
+
+    rows = _parse_stats(pa.chunked_array([['{"records_read": 3, "timings_ms": {"put": 1.5}}',
+                                           '{"records_read": "3", "timings_ms": []}', "not json", None]]))
+    assert rows.column("records_read").to_pylist() == [3, None, None, None]
+    assert rows.column("timings_ms").to_pylist()[0]["put"] == 1.5
