@@ -25,6 +25,7 @@ import pyarrow.json as pajson
 
 from ingest.config.connector import CONNECTOR_CLASS, TASKS_MAX
 from ingest.state.stores import COMMITTED, CONNECTOR_TASK, RUNNING, STOPPED, UNASSIGNED, Stores
+from ingest.state.tables import TS
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 RATE_WINDOW = dt.timedelta(minutes=15)
@@ -132,7 +133,9 @@ class Metrics:
         self.started = started or dt.datetime.now(dt.timezone.utc)
         self._read_from = self.started
         self._totals: dict[tuple[str, int], dict[str, int]] = {}
-        self._counted: dict[tuple[str, int, int], dt.datetime] = {}
+        self._counted = pa.table({"connector": pa.array([], pa.string()), "task": pa.array([], pa.int32()),
+                                  "batch_id": pa.array([], pa.int64()), "written_at": pa.array([], TS)})
+        """The batches counted lately (written in the last OVERLAP and window): a scrape counts no other twice."""
         self._last_errors: dict[tuple[str, int], dt.datetime] = {}
         self._lock = threading.Lock()
 
@@ -162,22 +165,25 @@ class Metrics:
         keys = ["connector", "task"]
         if table.num_rows:
             started = pa.scalar(self.started, table.schema.field("written_at").type)
-            for row in table.filter(pc.greater_equal(table["written_at"], started)).select(
-                    ["connector", "task", "batch_id", "written_at", "ended_at", "read", "written", "errors",
-                     "dead_lettered", "logged"]).to_pylist():
-                batch = (row["connector"], row["task"], row["batch_id"])
-                if batch in self._counted:
-                    continue
-                self._counted[batch] = row["written_at"]
-                total = self._totals.setdefault(batch[:2], dict.fromkeys(_COUNTED, 0))
+            fresh = table.filter(pc.greater_equal(table["written_at"], started)).join(
+                self._counted.select(["connector", "task", "batch_id"]), ["connector", "task", "batch_id"],
+                join_type="left anti", use_threads=False)
+            sums = fresh.group_by(keys, use_threads=False).aggregate(
+                [*((c, "sum") for c in _COUNTED[:-1]), ("read", "count")])
+            for row in sums.to_pylist():  # one row per task
+                total = self._totals.setdefault((row["connector"], row["task"]), dict.fromkeys(_COUNTED, 0))
                 for column in _COUNTED[:-1]:
-                    total[column] += row[column]
-                total["batches"] += 1
-                if row["errors"] and (batch[:2] not in self._last_errors
-                                      or row["ended_at"] > self._last_errors[batch[:2]]):
-                    self._last_errors[batch[:2]] = row["ended_at"]
-        horizon = now - self.OVERLAP - RATE_WINDOW
-        self._counted = {k: v for k, v in self._counted.items() if v >= horizon}
+                    total[column] += row[f"{column}_sum"]
+                total["batches"] += row["read_count"]
+            failing = fresh.filter(pc.greater(fresh["errors"], 0))
+            for row in failing.group_by(keys, use_threads=False).aggregate([("ended_at", "max")]).to_pylist():
+                task = (row["connector"], row["task"])
+                if task not in self._last_errors or row["ended_at_max"] > self._last_errors[task]:
+                    self._last_errors[task] = row["ended_at_max"]
+            self._counted = pa.concat_tables([self._counted, fresh.select(self._counted.column_names).cast(
+                self._counted.schema)])
+        horizon = pa.scalar(now - self.OVERLAP - RATE_WINDOW, TS)
+        self._counted = self._counted.filter(pc.greater_equal(self._counted["written_at"], horizon))
         if not table.num_rows:
             return {}
         recent = table.filter(pc.greater_equal(table["ended_at"],
