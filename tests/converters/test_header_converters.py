@@ -40,8 +40,9 @@ INFERRED = [  # header text -> (schema Kafka's Values.parseString infers, the te
     "[1.0,2.5]"), ("[1,null]", "string", "[1,null]"), ('{"a":[1]}', "map<string,array<int8>>", '{"a":[1]}'),
     ("2024-01-31", "date", "2024-01-31"), ("2024-13-01", "date", "2025-01-01"), ("12:30:00.000Z", "time",
     "12:30:00.000Z"), ("2024-01-31T00:00:00.000Z", "timestamp", "2024-01-31"), ('"quoted"', "string", '"quoted"'),
-    # Kafka's parser writes out all billion digits of this one (minutes and gigabytes); ours knows it is past a long
-    ("1e999999999", "decimal(-999999999)", "1E+999999999"),
+    # numbers whose digits, written out, would be a billion: known past a long, or a fraction, before any is
+    ("1e999999999", "decimal(-999999999)", "1E+999999999"), ("1e-100000000", "float32", "0.0"),
+    ("0e20", "int8", "0"), ("[0e20]", "array<int8>", "[0]"),
 ]
 
 

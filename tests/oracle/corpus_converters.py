@@ -137,6 +137,8 @@ HEADER_TEXTS = [
     # floats and decimals
     "1.5", "-2.25", "1.50", "1.0", "0.1", "3.4028235E38", "3.5E38", "1e10", "1E+3", "1e-7", "2.5e-300", "1e400",
     "-1e400", "1.7976931348623157E309", ".5", "5.", "1.2.3", "NaN", "Infinity", "-", "+", "1e",
+    # exponents a billion digits long once written out: no integer, known without writing them
+    "1e-100000000", "-1e-300000000", "0e19", "-0e99", "0E+20", "[0e20]", "{0e20:1}", "1e19", "1e18",
     # booleans and null
     "true", "false", " true ", "\ttrue", "TRUE", "True", "true}", "true,false", "null", " null ", "NULL", "nul",
     # strings, blanks, quotes

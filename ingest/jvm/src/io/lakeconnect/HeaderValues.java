@@ -25,7 +25,7 @@ import org.apache.spark.sql.api.java.UDF1;
  * schema {@code Values.parseString} infers for it and the text {@code Values.convertToString} writes for
  * the inferred value, as {@code struct<schema: string, value: string>}; null for null.
  *
- * <p>A line-by-line port of Kafka 4.1's {@code Values} parser (tokenizer, number, boolean, temporal,
+ * <p>A line-by-line port of Kafka 4.1.1's {@code Values} parser (tokenizer, number, boolean, temporal,
  * array and map inference, schema merging and element alignment), so that its quirks are kept: "1.0" is
  * an int8, "12,5" the int8 12, "[1, null]" a string, "2024-13-01" the date 2025-01-01 (lenient
  * SimpleDateFormat). Kafka's classes are not on Spark's class path, hence the port.
@@ -137,6 +137,7 @@ public final class HeaderValues implements UDF1<String, Row> {
     private static final class ValueParser {
         private static final BigInteger LONG_MIN = BigInteger.valueOf(Long.MIN_VALUE);
         private static final BigInteger LONG_MAX = BigInteger.valueOf(Long.MAX_VALUE);
+        private static final BigDecimal BIGGER_THAN_LONG = new BigDecimal("1e19");
         private static final int DATE_LENGTH = DATE_PATTERN.length();
         private static final int TIME_LENGTH = TIME_PATTERN.length() - 2;
         private static final int TIMESTAMP_LENGTH = TIMESTAMP_PATTERN.length() - 4;
@@ -329,10 +330,10 @@ public final class HeaderValues implements UDF1<String, Row> {
         }
 
         private static Parsed parseAsExactDecimal(BigDecimal decimal) {
-            if (decimal.scale() < 0 && decimal.precision() - decimal.scale() > 19) {
-                // An integer of 20 digits or more is past a long: Kafka's answer below too, but only after
-                // setScale(0) wrote out every digit, which for a header like 1e999999999 is a billion of them
-                // (a hostile record would hold an executor for minutes and its heap).
+            BigDecimal abs = decimal.abs();
+            if (abs.compareTo(BIGGER_THAN_LONG) > 0 || (abs.compareTo(BigDecimal.ONE) < 0 && abs.signum() != 0)) {
+                // Kafka 4.1's own check, before any digit is written out: past a long, or a fraction, is no
+                // integer (setScale(0) of 1e999999999 or 1e-100000000 would build a number of a billion digits)
                 return null;
             }
             BigDecimal ceil = decimal.setScale(0, RoundingMode.CEILING);
