@@ -43,18 +43,6 @@ def _ids(db: Db, table: str, where: str) -> list[int]:
     return [r[0] for r in cur.fetchall()]
 
 
-def _wait(what: str, done, connect: ConnectWorker, timeout: float = 300) -> None:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if done():
-            return
-        trace = connect.failed(NAME)
-        if trace:
-            raise AssertionError(f"Debezium's connector failed waiting for {what}:\n{trace}")
-        time.sleep(0.5)
-    raise AssertionError(f"Debezium: no {what} in {timeout} s\n" + connect.tail())
-
-
 @dataclass(eq=False)
 class Pair:
     """One Debezium connector and the lakeconnect connector given the same JSON: its topic prefix, signalling
@@ -95,7 +83,7 @@ class Pair:
         def done() -> bool:
             found = self.theirs(bootstrap)
             return all(_reads(found.get(f"{self.prefix}.{DB}.{t}", [])) == ids for t, ids in want.items())
-        _wait(f"{self.flavour}: {what}", done, self.connect, timeout)
+        self.connect.wait_for(NAME, done, what, timeout)
 
     def run(self, times: int) -> None:
         for _ in range(times):
@@ -146,12 +134,12 @@ def test_filtered_incremental_snapshots_are_debeziums(services, kafka_bootstrap,
         # Both sides stream before the signals: an insert each must write, once Debezium reads the binlog (a row
         # inserted before its snapshot took the binlog position is in neither snapshot nor stream).
         for p in pairs:
-            _wait(f"{p.flavour}: streaming", lambda: "Keepalive thread is running" in p.connect.log.read_text(),
-                  p.connect, 120)
+            p.connect.wait_for(NAME, lambda: "Keepalive thread is running" in p.connect.log.read_text(), "streaming",
+                               120)
         db(f"INSERT INTO {DB}.u VALUES (100, 'blue')")
         for p in pairs:
-            _wait(f"{p.flavour}: the insert", lambda: f"{p.prefix}.{DB}.u" in topics(kafka_bootstrap, p.prefix),
-                  p.connect)
+            p.connect.wait_for(NAME, lambda: f"{p.prefix}.{DB}.u" in topics(kafka_bootstrap, p.prefix), "the insert",
+                               300)
 
         # 1: the source channel. Debezium 2.3.4 reads only the single `additional-condition` (every table of
         # the signal); 3.5 only `additional-conditions` (per table).
