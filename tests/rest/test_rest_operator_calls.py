@@ -156,7 +156,7 @@ def test_loggers_are_read_and_set_at_run_time(worker_file):
         assert rest.call("PUT", "/connectors/quiet/config", {"connector.class": "FileStreamSource",
                                                              "file": "/tmp/none.txt", "topic": "t"})[0] == 201
         assert rest.call("GET", "/connectors/quiet/tasks-config")[0] == 200
-        before = time.time() * 1000
+        before = int(time.time() * 1000)  # whole milliseconds, as last_modified is: the same instant is not later
         status, changed = rest.call("PUT", "/admin/loggers/lakeconnect", {"level": "error"})
         assert status == 200 and changed[0] == "lakeconnect" and changed == sorted(changed)
         assert set(changed) == {n for n in loggers if n.startswith("lakeconnect")}
@@ -214,8 +214,8 @@ def test_the_answers_are_kafka_connects(rest, worker_file, services, kafka_boots
                   "topic.creation.default.replication.factor": "1", "topic.creation.default.partitions": "1"}
         theirs, ours = both("PUT", "/connectors/probe/config", config)
         assert theirs[0] == ours[0] == 201
-        # The topic a batch wrote is active; deleting the connector forgets it (its offsets stay, so the same
-        # connector created again reads nothing new and has no active topic).
+        # The topic a batch wrote is active; deleting the connector forgets it: created again (on an empty file,
+        # so that neither reads a record whatever offsets it kept), it has no active topic.
         r = cli("run", "probe", worker=worker_file)
         assert r.returncode == 0, r.stderr
         active = (200, {"probe": {"topics": [config["topic"]]}})
@@ -225,9 +225,10 @@ def test_the_answers_are_kafka_connects(rest, worker_file, services, kafka_boots
         assert both("GET", "/connectors/probe/topics") == (active, active)
         theirs, ours = both("DELETE", "/connectors/probe")
         assert theirs == ours == (204, None)
-        theirs, ours = both("PUT", "/connectors/probe/config", config)
+        (tmp_path / "empty.txt").write_text("")
+        theirs, ours = both("PUT", "/connectors/probe/config", {**config, "file": str(tmp_path / "empty.txt")})
         assert theirs[0] == ours[0] == 201
-        time.sleep(2)  # Kafka's task starts again and finds nothing new in the file
+        time.sleep(2)  # Kafka's task starts again and finds nothing in the file
         assert both("GET", "/connectors/probe/topics") == ((200, {"probe": {"topics": []}}),) * 2
         for method, path in (("POST", "/connectors/probe/tasks/0/restart"),
                              ("POST", "/connectors/probe/tasks/x/restart"),
