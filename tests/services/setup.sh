@@ -30,6 +30,14 @@ BENCH=0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
+# A first setup writes about 3 GB (.venv 1.9 GB, uv's cache, the Java artifacts), and the tests their lakes
+# and logs: say so up front rather than leave a full disk to a step's "No space left on device".
+free_kb="$(df -Pk "$ROOT" 2>/dev/null | awk 'NR == 2 {print $4}')"
+if [[ "$free_kb" =~ ^[0-9]+$ ]] && ((free_kb < 4 * 1024 * 1024)); then
+    echo "setup: warning: only $((free_kb / 1024)) MB free on the disk holding $ROOT; setting up and running" \
+        "the tests needs about 4 GB: free some first if a step below fails with 'No space left on device'" >&2
+fi
+
 PACKAGES=(
     openjdk-17-jdk-headless
     mariadb-server
