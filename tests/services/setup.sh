@@ -97,12 +97,23 @@ else
     # took 34 s with it, 3.9 minutes with pip. pip does it when uv cannot be had. Both leave the modules
     # compiled (uv only when asked): where PYTHONDONTWRITEBYTECODE is set, no process ever writes a .pyc,
     # and each would compile pyspark, pandas or Airflow from source again (imports 4.4 s instead of 1.1).
+    # pyspark comes from PyPI as a source archive, and uv unpacked and built it again for every new venv,
+    # each time into a new entry of its cache (1.9 GB each) without dropping the last: 53 GB after a few
+    # days of fresh clones here, until the disk was full and a setup failed. Pruning what no install can
+    # reach any more, before the install and after it, keeps the cache at one build (2.8 GB) and the venvs
+    # intact (their files are links).
+    prune_uv_cache() {
+        if [[ "${installer[0]}" == "$VENV/bin/uv" ]]; then
+            "$VENV/bin/uv" cache prune >>"$log" 2>&1 || echo "setup: uv cache prune failed (see $log)" >&2
+        fi
+    }
     if "$VENV/bin/pip" install --disable-pip-version-check -q "uv>=0.5,<1" >"$log" 2>&1; then
         installer=("$VENV/bin/uv" pip install --compile-bytecode --python "$VENV/bin/python")
     else
         echo "setup: uv could not be installed from PyPI (see $log); installing with pip instead" >&2
         installer=("$VENV/bin/pip" install --disable-pip-version-check)
     fi
+    prune_uv_cache
     echo "setup: ${installer[*]#"$ROOT"/} -e '.[$EXTRAS]'"
     if ! "${installer[@]}" -e ".[$EXTRAS]" >>"$log" 2>&1; then
         echo "setup: installing the Python packages failed; last lines of $log:" >&2
@@ -110,13 +121,7 @@ else
         exit 1
     fi
     echo "$stamp" >"$stamp_file"
-    # pyspark comes from PyPI as a source archive, and uv unpacked and built it again for every new venv,
-    # each time into a new entry of its cache (1.9 GB each) without dropping the last: 53 GB after a few
-    # days of fresh clones here, until the disk was full and a setup failed. Pruning what no install can
-    # reach any more keeps the cache at one build (2.8 GB) and the venv intact (its files are links).
-    if [[ "${installer[0]}" == "$VENV/bin/uv" ]]; then
-        "$VENV/bin/uv" cache prune >>"$log" 2>&1 || echo "setup: uv cache prune failed (see $log)" >&2
-    fi
+    prune_uv_cache
     echo "setup: .venv ready"
 fi
 
