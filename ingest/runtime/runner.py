@@ -268,7 +268,8 @@ class BatchRunner:
                              sorted(topics))
         # Kafka Connect's source task metrics in spirit (ch. 9): polled, written, skipped, time per step.
         stats = {"records_read": records + failures, "records_written": records, "records_skipped": failures,
-                 "errors_logged": failures if policy.log_enable else 0, "bytes_written": written_bytes[0], "topics": sorted(topics), "timings_ms": steps.timings,
+                 "errors_logged": failures if policy.log_enable else 0, "bytes_written": written_bytes[0],
+                 "topics": sorted(topics), "timings_ms": steps.timings,
                  "latency_ms": round(sum(steps.timings.values()), 1)}
         log.committed(current, stats, plan.to_json())
         steps.done("done")

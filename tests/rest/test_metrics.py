@@ -182,8 +182,8 @@ def test_label_values_are_escaped():
 
 def test_counters_count_from_the_start_never_go_down_and_rates_keep_their_window(tmp_path, worker_file):
     """In process, with the clock given: a batch committed before the metrics started is not counted (Kafka's
-    counters count from the worker's start), though the rate window holds it; maintenance pruning the runs table leaves the counters as they were;
-    a scrape after the window has passed shows rates of 0 and Kafka's NaN averages, the counters unchanged."""
+    counters count from the worker's start), though the rate window holds it; maintenance pruning the runs
+    table leaves the counters as they were; a scrape after the window has passed shows rates of 0 and Kafka's NaN averages, the counters unchanged."""
     import datetime as dt
 
     from ingest.config.worker import load_worker
